@@ -1,0 +1,81 @@
+#pragma once
+/// @file defaults.hpp
+/// Process-wide settings. Each starts from its environment variable, or its default when the
+/// variable is unset, the first time any setting is read. All getters and setters are thread
+/// safe. A bad value, from the environment or a setter, throws std::invalid_argument naming
+/// the setting and the value.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <kvikio/compat_mode.hpp>
+#include <kvikio/threadpool.hpp>
+
+namespace kvikio {
+
+/// Where a setting's current value came from (shown by `kvikio info`).
+enum class SettingSource { DEFAULT, ENVIRONMENT, SET };
+
+/// One setting, for listing: its name (the Python `defaults` key), environment variable,
+/// current value as text, and source.
+struct SettingInfo {
+  std::string name;
+  std::string env_var;
+  std::string value;
+  SettingSource source;
+};
+
+class defaults {
+ public:
+  /// KVIKIO_COMPAT_MODE, default AUTO. A change affects files opened afterwards.
+  static CompatMode compat_mode();
+  static void set_compat_mode(CompatMode mode);
+  /// True when the mode is ON, or AUTO and cuFile is not usable in this process.
+  static bool is_compat_mode_preferred();
+  /// Resolves `mode` as a file opened now would: AUTO becomes ON or OFF.
+  static bool is_compat_mode_preferred(CompatMode mode);
+
+  /// KVIKIO_NTHREADS, default 1: threads of the shared IO pool. Setting it resizes the pool
+  /// (waiting for queued work first). Zero is rejected.
+  static unsigned int num_threads();
+  static void set_num_threads(unsigned int n);
+  /// libkvikio's names for num_threads.
+  static unsigned int thread_pool_nthreads() { return num_threads(); }
+  static void set_thread_pool_nthreads(unsigned int n) { set_num_threads(n); }
+  /// The shared pool that pread/pwrite run their tasks on.
+  static ThreadPool& thread_pool();
+
+  /// KVIKIO_TASK_SIZE, default 4 MiB: the largest piece of a parallel request. Zero rejected.
+  static std::size_t task_size();
+  static void set_task_size(std::size_t nbytes);
+
+  /// KVIKIO_GDS_THRESHOLD, default 16 KiB: device requests smaller than this use POSIX.
+  static std::size_t gds_threshold();
+  static void set_gds_threshold(std::size_t nbytes);
+
+  /// KVIKIO_BOUNCE_BUFFER_SIZE, default 16 MiB: size of each pooled bounce buffer. Zero rejected.
+  static std::size_t bounce_buffer_size();
+  static void set_bounce_buffer_size(std::size_t nbytes);
+
+  /// KVIKIO_AUTO_DIRECT_IO_READ (default off) / KVIKIO_AUTO_DIRECT_IO_WRITE (default on):
+  /// use O_DIRECT for the aligned part of requests where the file system supports it.
+  static bool auto_direct_io_read();
+  static void set_auto_direct_io_read(bool flag);
+  static bool auto_direct_io_write();
+  static void set_auto_direct_io_write(bool flag);
+
+  /// KVIKIO_HTTP_MAX_ATTEMPTS, default 3: tries per remote request (at least 1).
+  static std::size_t http_max_attempts();
+  static void set_http_max_attempts(std::size_t attempts);
+  /// KVIKIO_HTTP_STATUS_CODES, default 429,500,502,503,504: statuses that are retried.
+  static std::vector<int> http_status_codes();
+  static void set_http_status_codes(std::vector<int> codes);
+  /// KVIKIO_HTTP_TIMEOUT, default 60: seconds before a remote request times out (> 0).
+  static long http_timeout();
+  static void set_http_timeout(long seconds);
+
+  /// Every setting with its current value and source, in a fixed order.
+  static std::vector<SettingInfo> list();
+};
+
+}  // namespace kvikio

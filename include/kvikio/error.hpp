@@ -1,0 +1,51 @@
+#pragma once
+/// @file error.hpp
+/// The exception types the public API throws. Each maps onto what a Python user expects:
+///   GenericSystemError (std::system_error)  -> OSError (FileNotFoundError, PermissionError, ...)
+///   std::invalid_argument                   -> ValueError   (bad argument, mode or setting value)
+///   std::overflow_error                     -> OverflowError (offsets/sizes that do not fit)
+///   std::out_of_range                       -> IndexError   (a range outside a mapping/allocation)
+///   kvikio::Error and its subclasses        -> RuntimeError (an IO operation that failed)
+#include <cerrno>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+namespace kvikio {
+
+/// An IO operation failed for a reason other than an OS error (RuntimeError in Python).
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A read reached the end of the file before the requested bytes were read.
+class EndOfFileError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A cuFile call failed (name kept from libkvikio).
+class CUfileException : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A CUDA driver call failed (name kept from libkvikio).
+class CUfileDriverException : public Error {
+ public:
+  using Error::Error;
+};
+
+/// An OS call failed; `code()` holds the errno value (OSError in Python).
+class GenericSystemError : public std::system_error {
+ public:
+  GenericSystemError(int err, const std::string& what)
+    : std::system_error(err, std::generic_category(), what)
+  {
+  }
+  /// Uses the current `errno`.
+  explicit GenericSystemError(const std::string& what) : GenericSystemError(errno, what) {}
+};
+
+}  // namespace kvikio

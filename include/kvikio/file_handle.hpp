@@ -1,0 +1,119 @@
+#pragma once
+/// @file file_handle.hpp
+/// A local file opened for IO between storage and host or device memory.
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <future>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include <kvikio/compat_mode.hpp>
+#include <kvikio/defaults.hpp>
+
+namespace kvikio {
+
+namespace detail {
+class OpenFile;
+}
+
+/// Passed as `file_offset` to a write: 0, or the end of the file when it was opened with "a".
+inline constexpr std::size_t unspecified_offset = std::numeric_limits<std::size_t>::max();
+
+/// A local file. Opening is eager (the constructor throws on failure); closing is idempotent
+/// and also done by the destructor. A FileHandle may be shared by threads for concurrent
+/// reads and writes at different offsets; open/close/move are not thread safe.
+///
+/// Buffers may be host or device memory; the kind is detected from the pointer. The caller
+/// owns the buffer and keeps it alive until the IO (or its future) completes. Work already
+/// queued keeps the file open until it finishes, even if the handle is closed meanwhile.
+class FileHandle {
+ public:
+  static constexpr mode_t m644 = S_IRUSR | S_IWUSR | S_IRGRP | S_IROTH;
+
+  FileHandle() noexcept;
+  /// Opens `file_path` with `flags`: "r", "r+", "w", "w+", "a", "a+" (a "b" anywhere is
+  /// accepted and ignored). "w" creates or truncates; "a" creates, never truncates, and a
+  /// write at `unspecified_offset` appends. Throws GenericSystemError (with errno, naming the
+  /// file) when the file cannot be opened, std::invalid_argument for unknown flags.
+  /// With `compat_mode` OFF and cuFile unusable for this file, throws CUfileException.
+  FileHandle(const std::string& file_path,
+             const std::string& flags = "r",
+             mode_t mode              = m644,
+             CompatMode compat_mode   = defaults::compat_mode());
+  FileHandle(FileHandle&&) noexcept;
+  FileHandle& operator=(FileHandle&&) noexcept;
+  FileHandle(const FileHandle&)            = delete;
+  FileHandle& operator=(const FileHandle&) = delete;
+  ~FileHandle() noexcept;
+
+  [[nodiscard]] bool closed() const noexcept;
+  /// Releases the handle's hold on the file; never throws. Idempotent.
+  void close() noexcept;
+
+  /// The path given at open (kept after close, for messages).
+  [[nodiscard]] const std::string& path() const noexcept;
+  /// The buffered file descriptor, or with `o_direct` the O_DIRECT one (-1 if none).
+  /// -1 on a closed handle.
+  [[nodiscard]] int fd(bool o_direct = false) const noexcept;
+  /// The open(2) flags of fd(o_direct). Throws GenericSystemError on a closed handle.
+  [[nodiscard]] int fd_open_flags(bool o_direct = false) const;
+  /// Current size of the file in bytes (fstat). Throws on a closed handle.
+  [[nodiscard]] std::size_t nbytes() const;
+
+  /// Reads `size` bytes at `file_offset` into `buf + buf_offset`, blocking, on the calling
+  /// thread. Returns `size`. Reading past the end of the file throws EndOfFileError (the bytes
+  /// before the end are read). `sync_default_stream` is accepted for libkvikio compatibility.
+  std::size_t read(void* buf,
+                   std::size_t size,
+                   std::size_t file_offset,
+                   std::size_t buf_offset,
+                   bool sync_default_stream = true);
+  /// Writes `size` bytes from `buf + buf_offset` at `file_offset`, blocking. Returns `size`;
+  /// a short write is retried and a failure throws.
+  std::size_t write(const void* buf,
+                    std::size_t size,
+                    std::size_t file_offset,
+                    std::size_t buf_offset,
+                    bool sync_default_stream = true);
+
+  /// Reads `size` bytes at `file_offset` into `buf`, split into `task_size` pieces run on the
+  /// shared pool. Non-blocking: the future's get() returns `size` or rethrows the first
+  /// failure of any piece. Device requests below `gds_threshold` run on the calling thread.
+  std::future<std::size_t> pread(void* buf,
+                                 std::size_t size,
+                                 std::size_t file_offset   = 0,
+                                 std::size_t task_size     = defaults::task_size(),
+                                 std::size_t gds_threshold = defaults::gds_threshold(),
+                                 bool sync_default_stream  = true);
+  /// Writes `size` bytes from `buf` at `file_offset` (see unspecified_offset), in parallel
+  /// like pread.
+  std::future<std::size_t> pwrite(const void* buf,
+                                  std::size_t size,
+                                  std::size_t file_offset   = unspecified_offset,
+                                  std::size_t task_size     = defaults::task_size(),
+                                  std::size_t gds_threshold = defaults::gds_threshold(),
+                                  bool sync_default_stream  = true);
+
+  /// The compatibility mode this file resolved to: ON (POSIX) or OFF (cuFile).
+  [[nodiscard]] CompatMode compat_mode() const noexcept;
+  /// True when this file does its IO through POSIX rather than cuFile.
+  [[nodiscard]] bool is_compat_mode_preferred() const noexcept;
+  /// True when an O_DIRECT descriptor could be opened for this file.
+  [[nodiscard]] bool is_direct_io_supported() const noexcept;
+
+  /// The shared state behind the handle (for the library's own backends).
+  [[nodiscard]] const std::shared_ptr<detail::OpenFile>& open_file() const noexcept
+  {
+    return file_;
+  }
+
+ private:
+  const detail::OpenFile& checked_open_file() const;
+  std::string path_;
+  std::shared_ptr<detail::OpenFile> file_;
+};
+
+}  // namespace kvikio

@@ -1,0 +1,70 @@
+#pragma once
+/// @file mmap.hpp
+/// Read-only memory-mapped access to a file, copied out into host or device buffers.
+#include <sys/types.h>
+
+#include <cstddef>
+#include <future>
+#include <optional>
+#include <string>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/file_handle.hpp>
+
+namespace kvikio {
+
+/// A read-only mapping of `[initial_map_offset, initial_map_offset + initial_map_size)` of a
+/// file. Reads copy from the mapping; requests outside the mapped range throw
+/// std::out_of_range naming the range. Not thread safe for open/close; reads may run
+/// concurrently.
+class MmapHandle {
+ public:
+  MmapHandle() noexcept = default;
+  /// Maps the file. `flags` must be "r" (read-only). Without `initial_map_size` the range
+  /// extends to the end of the file. Throws GenericSystemError if the file cannot be opened
+  /// or mapped, std::out_of_range if the range lies beyond the file, std::invalid_argument for
+  /// other flags.
+  MmapHandle(const std::string& file_path,
+             const std::string& flags                = "r",
+             std::optional<std::size_t> initial_map_size = std::nullopt,
+             std::size_t initial_map_offset          = 0,
+             mode_t mode                             = FileHandle::m644,
+             std::optional<int> map_flags            = std::nullopt);
+  MmapHandle(MmapHandle&&) noexcept;
+  MmapHandle& operator=(MmapHandle&&) noexcept;
+  MmapHandle(const MmapHandle&)            = delete;
+  MmapHandle& operator=(const MmapHandle&) = delete;
+  ~MmapHandle() noexcept;
+
+  [[nodiscard]] bool closed() const noexcept { return closed_; }
+  void close() noexcept;
+
+  [[nodiscard]] std::size_t file_size() const;
+  [[nodiscard]] std::size_t initial_map_size() const noexcept { return map_size_; }
+  [[nodiscard]] std::size_t initial_map_offset() const noexcept { return map_offset_; }
+  /// Address of the first mapped byte (file offset initial_map_offset()).
+  [[nodiscard]] const void* base_address() const noexcept { return map_data_; }
+
+  /// Copies `size` bytes (default: from `offset` to the end of the mapped range) at file
+  /// offset `offset` into `buf` (host or device memory), blocking. Returns the bytes copied.
+  std::size_t read(void* buf, std::optional<std::size_t> size = std::nullopt, std::size_t offset = 0);
+  /// Like read, split into `task_size` pieces on the shared pool; non-blocking.
+  std::future<std::size_t> pread(void* buf,
+                                 std::optional<std::size_t> size = std::nullopt,
+                                 std::size_t offset              = 0,
+                                 std::size_t task_size           = defaults::task_size());
+
+ private:
+  std::size_t checked_size(std::optional<std::size_t> size, std::size_t offset) const;
+
+  std::string path_;
+  std::size_t file_size_{0};
+  std::size_t map_offset_{0};
+  std::size_t map_size_{0};
+  void* map_base_{nullptr};         // page-aligned start given to munmap
+  std::size_t map_length_{0};       // length given to munmap
+  const char* map_data_{nullptr};   // the byte at file offset map_offset_
+  bool closed_{true};
+};
+
+}  // namespace kvikio

@@ -1,0 +1,97 @@
+#include "core/open_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/error.hpp>
+
+namespace kvikio::detail {
+
+int open_flags_from_mode(const std::string& flags)
+{
+  auto invalid = [&flags]() {
+    return std::invalid_argument("unknown file open flags '" + flags +
+                                 "': expected r, r+, w, w+, a or a+ (optionally with b)");
+  };
+  char kind = 0;
+  bool plus = false;
+  for (char c : flags) {
+    switch (c) {
+      case 'r':
+      case 'w':
+      case 'a':
+        if (kind != 0) { throw invalid(); }
+        kind = c;
+        break;
+      case '+':
+        if (plus) { throw invalid(); }
+        plus = true;
+        break;
+      case 'b': break;
+      default: throw invalid();
+    }
+  }
+  int access = plus ? O_RDWR : (kind == 'r' ? O_RDONLY : O_WRONLY);
+  switch (kind) {
+    case 'r': return access | O_CLOEXEC;
+    case 'w': return access | O_CREAT | O_TRUNC | O_CLOEXEC;
+    // No O_APPEND: on Linux it makes pwrite ignore the offset, and parallel pieces need theirs.
+    case 'a': return access | O_CREAT | O_CLOEXEC;
+    default: throw invalid();
+  }
+}
+
+OpenFile::OpenFile(std::string path, const std::string& flags, mode_t mode, CompatMode compat_mode)
+  : path_(std::move(path)), compat_mode_(compat_mode)
+{
+  const int oflags = open_flags_from_mode(flags);
+  readable_        = (oflags & O_ACCMODE) != O_WRONLY;
+  writable_        = (oflags & O_ACCMODE) != O_RDONLY;
+  append_          = flags.find('a') != std::string::npos;
+  fd_              = ::open(path_.c_str(), oflags, mode);
+  if (fd_ < 0) {
+    throw GenericSystemError("cannot open '" + path_ + "' with flags '" + flags + "'");
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw GenericSystemError(EISDIR, "cannot open '" + path_ + "': it is a directory");
+  }
+  // The O_DIRECT descriptor must not truncate again; file systems without O_DIRECT (tmpfs)
+  // refuse it with EINVAL, which leaves Direct IO off for this file.
+  fd_direct_ = ::open(path_.c_str(), (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT);
+}
+
+OpenFile::~OpenFile() noexcept
+{
+  if (fd_direct_ >= 0) { ::close(fd_direct_); }
+  if (fd_ >= 0) { ::close(fd_); }
+}
+
+std::size_t OpenFile::nbytes() const
+{
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) { throw GenericSystemError("cannot stat '" + path_ + "'"); }
+  return static_cast<std::size_t>(st.st_size);
+}
+
+void OpenFile::require_readable() const
+{
+  if (!readable_) {
+    throw std::invalid_argument("cannot read from '" + path_ + "': it was opened write-only");
+  }
+}
+
+void OpenFile::require_writable() const
+{
+  if (!writable_) {
+    throw std::invalid_argument("cannot write to '" + path_ + "': it was opened read-only");
+  }
+}
+
+}  // namespace kvikio::detail
