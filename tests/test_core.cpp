@@ -11,7 +11,10 @@ using kvikio::detail::TaskRange;
 
 namespace {
 
-void expect_covers(const std::vector<TaskRange>& tasks, std::size_t size, std::size_t offset, std::size_t task_size)
+void expect_covers(const std::vector<TaskRange>& tasks,
+                   std::size_t size,
+                   std::size_t offset,
+                   std::size_t task_size)
 {
   std::size_t pos = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -20,7 +23,9 @@ void expect_covers(const std::vector<TaskRange>& tasks, std::size_t size, std::s
     EXPECT_EQ(t.file_offset, offset + pos);
     EXPECT_GT(t.size, 0U);
     EXPECT_LE(t.size, task_size);
-    if (task_size >= page_size && i > 0) { EXPECT_EQ(t.file_offset % page_size, 0U) << "task " << i; }
+    if (task_size >= page_size && i > 0) {
+      EXPECT_EQ(t.file_offset % page_size, 0U) << "task " << i;
+    }
     pos += t.size;
   }
   EXPECT_EQ(pos, size);
@@ -76,5 +81,6 @@ TEST(CompatMode, ParsesNamesInAnyCase)
 
 TEST(CompatMode, UnknownNameIsAnErrorNamingIt)
 {
-  KVIKIO_EXPECT_THROW_WITH(kvikio::parse_compat_mode_str("sometimes"), std::invalid_argument, "sometimes");
+  KVIKIO_EXPECT_THROW_WITH(
+    kvikio::parse_compat_mode_str("sometimes"), std::invalid_argument, "sometimes");
 }

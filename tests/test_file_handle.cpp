@@ -59,12 +59,13 @@ TEST_P(FileRoundTrip, PwriteThenPreadIsByteExact)
   EXPECT_EQ(again, data);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes,
-                         FileRoundTrip,
-                         ::testing::Combine(::testing::Values(0, 1, 4095, 4096, 4097, MiB + 3, 64 * MiB),
-                                            ::testing::Values(0, 4096, 1, 4097 + 8192),
-                                            ::testing::Values(1U, 8U),
-                                            ::testing::Bool()));
+INSTANTIATE_TEST_SUITE_P(
+  Sizes,
+  FileRoundTrip,
+  ::testing::Combine(::testing::Values(0, 1, 4095, 4096, 4097, MiB + 3, 64 * MiB),
+                     ::testing::Values(0, 4096, 1, 4097 + 8192),
+                     ::testing::Values(1U, 8U),
+                     ::testing::Bool()));
 
 TEST(FileHandle, UnalignedSourceBufferWithDirectIoWrite)
 {
@@ -86,7 +87,8 @@ TEST(FileHandle, OpenFlagsAcceptBinaryVariantsInAnyOrder)
 {
   TempDir dir;
   const auto path = dir.file("flags.bin");
-  for (const char* flags : {"w", "wb", "w+", "w+b", "wb+", "r", "rb", "r+", "rb+", "r+b", "a", "ab", "a+", "a+b"}) {
+  for (const char* flags :
+       {"w", "wb", "w+", "w+b", "wb+", "r", "rb", "r+", "rb+", "r+b", "a", "ab", "a+", "a+b"}) {
     FileHandle f(path, flags);
     EXPECT_FALSE(f.closed()) << flags;
   }
@@ -168,8 +170,8 @@ TEST(FileHandle, UnknownFlagsAreRejected)
 {
   TempDir dir;
   for (const char* flags : {"x", "rw", "r++", "", "wa"}) {
-    KVIKIO_EXPECT_THROW_WITH(FileHandle(dir.file("f"), flags), std::invalid_argument,
-                             std::string("'") + flags + "'");
+    KVIKIO_EXPECT_THROW_WITH(
+      FileHandle(dir.file("f"), flags), std::invalid_argument, std::string("'") + flags + "'");
   }
 }
 

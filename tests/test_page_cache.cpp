@@ -20,7 +20,7 @@ TEST(PageCache, InfoCountsPagesOfTheFile)
   auto [cached, total] = kvikio::get_page_cache_info(path);
   EXPECT_EQ(total, 11U);
   EXPECT_LE(cached, total);
-  int fd = ::open(path.c_str(), O_RDONLY);
+  int fd     = ::open(path.c_str(), O_RDONLY);
   auto by_fd = kvikio::get_page_cache_info(fd);
   ::close(fd);
   EXPECT_EQ(by_fd.second, 11U);
@@ -40,9 +40,11 @@ TEST(PageCache, DropFileEvictsItsPages)
 
 TEST(PageCache, MissingFileNamesIt)
 {
-  KVIKIO_EXPECT_THROW_WITH(kvikio::get_page_cache_info("/no/such/file.bin"), kvikio::GenericSystemError,
+  KVIKIO_EXPECT_THROW_WITH(kvikio::get_page_cache_info("/no/such/file.bin"),
+                           kvikio::GenericSystemError,
                            "/no/such/file.bin");
-  KVIKIO_EXPECT_THROW_WITH(kvikio::drop_file_page_cache("/no/such/file.bin"), kvikio::GenericSystemError,
+  KVIKIO_EXPECT_THROW_WITH(kvikio::drop_file_page_cache("/no/such/file.bin"),
+                           kvikio::GenericSystemError,
                            "/no/such/file.bin");
 }
 

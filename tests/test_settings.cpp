@@ -14,10 +14,7 @@ namespace {
 /// Sets an environment variable for one scope and reloads the settings around it.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name)
-  {
-    ::setenv(name, value, 1);
-  }
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
   ~ScopedEnv()
   {
     ::unsetenv(name_);
@@ -88,10 +85,10 @@ TEST(Settings, BadEnvironmentValuesNameTheVariable)
   };
   for (auto [name, value] : cases) {
     ScopedEnv env(name, value);
-    KVIKIO_EXPECT_THROW_WITH(kvikio::detail::reload_settings_from_environment(),
-                             std::invalid_argument, name);
-    KVIKIO_EXPECT_THROW_WITH(kvikio::detail::reload_settings_from_environment(),
-                             std::invalid_argument, value);
+    KVIKIO_EXPECT_THROW_WITH(
+      kvikio::detail::reload_settings_from_environment(), std::invalid_argument, name);
+    KVIKIO_EXPECT_THROW_WITH(
+      kvikio::detail::reload_settings_from_environment(), std::invalid_argument, value);
   }
 }
 
@@ -102,10 +99,13 @@ TEST(Settings, BadSetsAreRejectedAndLeaveTheValue)
   KVIKIO_EXPECT_THROW_WITH(defaults::set_task_size(0), std::invalid_argument, "task_size");
   EXPECT_EQ(defaults::task_size(), 1U << 20);
   KVIKIO_EXPECT_THROW_WITH(defaults::set_num_threads(0), std::invalid_argument, "num_threads");
-  KVIKIO_EXPECT_THROW_WITH(defaults::set_bounce_buffer_size(0), std::invalid_argument, "bounce_buffer_size");
-  KVIKIO_EXPECT_THROW_WITH(defaults::set_http_status_codes({200, 1000}), std::invalid_argument, "1000");
+  KVIKIO_EXPECT_THROW_WITH(
+    defaults::set_bounce_buffer_size(0), std::invalid_argument, "bounce_buffer_size");
+  KVIKIO_EXPECT_THROW_WITH(
+    defaults::set_http_status_codes({200, 1000}), std::invalid_argument, "1000");
   KVIKIO_EXPECT_THROW_WITH(defaults::set_http_timeout(-1), std::invalid_argument, "http_timeout");
-  KVIKIO_EXPECT_THROW_WITH(defaults::set_http_max_attempts(0), std::invalid_argument, "http_max_attempts");
+  KVIKIO_EXPECT_THROW_WITH(
+    defaults::set_http_max_attempts(0), std::invalid_argument, "http_max_attempts");
 }
 
 TEST(Settings, SettingNumThreadsResizesThePool)

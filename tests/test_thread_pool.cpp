@@ -13,8 +13,12 @@ TEST(ThreadPool, RunsEveryJobAndReturnsResults)
 {
   ThreadPool pool(4);
   std::vector<std::future<int>> futures;
-  for (int i = 0; i < 1000; ++i) { futures.push_back(pool.submit_task([i] { return i * i; })); }
-  for (int i = 0; i < 1000; ++i) { EXPECT_EQ(futures[i].get(), i * i); }
+  for (int i = 0; i < 1000; ++i) {
+    futures.push_back(pool.submit_task([i] { return i * i; }));
+  }
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_EQ(futures[i].get(), i * i);
+  }
 }
 
 TEST(ThreadPool, ExceptionsReachTheFuture)
@@ -46,7 +50,9 @@ TEST(ThreadPool, JobsRunConcurrentlyOnDistinctThreads)
       EXPECT_TRUE(ThreadPool::is_worker_thread());
     }));
   }
-  for (auto& f : futures) { f.get(); }
+  for (auto& f : futures) {
+    f.get();
+  }
   EXPECT_EQ(arrived.load(), 4);
   EXPECT_EQ(ids.size(), 4U);
   EXPECT_FALSE(ThreadPool::is_worker_thread());

@@ -21,7 +21,7 @@ class TempDir {
  public:
   TempDir()
   {
-    auto base = std::filesystem::current_path() / "kvikio-test-XXXXXX";
+    auto base        = std::filesystem::current_path() / "kvikio-test-XXXXXX";
     std::string tmpl = base.string();
     if (::mkdtemp(tmpl.data()) == nullptr) { throw std::runtime_error("mkdtemp failed"); }
     path_ = tmpl;
@@ -43,7 +43,9 @@ inline std::vector<char> random_bytes(std::size_t n, std::uint64_t seed = 42)
     auto v = rng();
     std::memcpy(out.data() + i, &v, 8);
   }
-  for (; i < n; ++i) { out[i] = static_cast<char>(rng()); }
+  for (; i < n; ++i) {
+    out[i] = static_cast<char>(rng());
+  }
   return out;
 }
 
@@ -87,15 +89,15 @@ class ScopedSettings {
 };
 
 /// Expects `stmt` to throw `E` with a message containing `needle`.
-#define KVIKIO_EXPECT_THROW_WITH(stmt, E, needle)                                     \
-  do {                                                                                \
-    try {                                                                             \
-      stmt;                                                                           \
-      ADD_FAILURE() << "expected " #E " from " #stmt;                                 \
-    } catch (const E& e) {                                                            \
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)                \
-        << "message '" << e.what() << "' does not contain '" << (needle) << "'";      \
-    }                                                                                 \
+#define KVIKIO_EXPECT_THROW_WITH(stmt, E, needle)                                \
+  do {                                                                           \
+    try {                                                                        \
+      stmt;                                                                      \
+      ADD_FAILURE() << "expected " #E " from " #stmt;                            \
+    } catch (const E& e) {                                                       \
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)           \
+        << "message '" << e.what() << "' does not contain '" << (needle) << "'"; \
+    }                                                                            \
   } while (0)
 
 }  // namespace kvikio::test

@@ -25,11 +25,11 @@ class MmapHandle {
   /// or mapped, std::out_of_range if the range lies beyond the file, std::invalid_argument for
   /// other flags.
   MmapHandle(const std::string& file_path,
-             const std::string& flags                = "r",
+             const std::string& flags                    = "r",
              std::optional<std::size_t> initial_map_size = std::nullopt,
-             std::size_t initial_map_offset          = 0,
-             mode_t mode                             = FileHandle::m644,
-             std::optional<int> map_flags            = std::nullopt);
+             std::size_t initial_map_offset              = 0,
+             mode_t mode                                 = FileHandle::m644,
+             std::optional<int> map_flags                = std::nullopt);
   MmapHandle(MmapHandle&&) noexcept;
   MmapHandle& operator=(MmapHandle&&) noexcept;
   MmapHandle(const MmapHandle&)            = delete;
@@ -47,7 +47,9 @@ class MmapHandle {
 
   /// Copies `size` bytes (default: from `offset` to the end of the mapped range) at file
   /// offset `offset` into `buf` (host or device memory), blocking. Returns the bytes copied.
-  std::size_t read(void* buf, std::optional<std::size_t> size = std::nullopt, std::size_t offset = 0);
+  std::size_t read(void* buf,
+                   std::optional<std::size_t> size = std::nullopt,
+                   std::size_t offset              = 0);
   /// Like read, split into `task_size` pieces on the shared pool; non-blocking.
   std::future<std::size_t> pread(void* buf,
                                  std::optional<std::size_t> size = std::nullopt,
@@ -61,9 +63,9 @@ class MmapHandle {
   std::size_t file_size_{0};
   std::size_t map_offset_{0};
   std::size_t map_size_{0};
-  void* map_base_{nullptr};         // page-aligned start given to munmap
-  std::size_t map_length_{0};       // length given to munmap
-  const char* map_data_{nullptr};   // the byte at file offset map_offset_
+  void* map_base_{nullptr};        // page-aligned start given to munmap
+  std::size_t map_length_{0};      // length given to munmap
+  const char* map_data_{nullptr};  // the byte at file offset map_offset_
   bool closed_{true};
 };
 

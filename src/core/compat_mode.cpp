@@ -21,9 +21,12 @@ CompatMode parse_compat_mode_str(std::string_view str)
 std::string_view to_string(CompatMode mode) noexcept
 {
   switch (mode) {
-    case CompatMode::OFF: return "OFF";
-    case CompatMode::ON: return "ON";
-    case CompatMode::AUTO: return "AUTO";
+    case CompatMode::OFF:
+      return "OFF";
+    case CompatMode::ON:
+      return "ON";
+    case CompatMode::AUTO:
+      return "AUTO";
   }
   return "AUTO";
 }

@@ -25,12 +25,18 @@ void check_range(const std::string& path, std::size_t size, std::size_t file_off
   }
 }
 
-std::size_t read_piece(const detail::OpenFile& file, void* buf, std::size_t size, std::size_t offset)
+std::size_t read_piece(const detail::OpenFile& file,
+                       void* buf,
+                       std::size_t size,
+                       std::size_t offset)
 {
   return detail::posix_host_read(file, buf, size, offset, defaults::auto_direct_io_read());
 }
 
-std::size_t write_piece(const detail::OpenFile& file, const void* buf, std::size_t size, std::size_t offset)
+std::size_t write_piece(const detail::OpenFile& file,
+                        const void* buf,
+                        std::size_t size,
+                        std::size_t offset)
 {
   return detail::posix_host_write(file, buf, size, offset, defaults::auto_direct_io_write());
 }
@@ -39,11 +45,15 @@ std::size_t write_piece(const detail::OpenFile& file, const void* buf, std::size
 
 FileHandle::FileHandle() noexcept = default;
 
-FileHandle::FileHandle(const std::string& file_path, const std::string& flags, mode_t mode, CompatMode compat_mode)
+FileHandle::FileHandle(const std::string& file_path,
+                       const std::string& flags,
+                       mode_t mode,
+                       CompatMode compat_mode)
   : path_(file_path)
 {
   // AUTO resolves now: a later change of the mode affects only files opened afterwards.
-  auto resolved = defaults::is_compat_mode_preferred(compat_mode) ? CompatMode::ON : CompatMode::OFF;
+  auto resolved =
+    defaults::is_compat_mode_preferred(compat_mode) ? CompatMode::ON : CompatMode::OFF;
   if (resolved == CompatMode::OFF) {
     throw CUfileException("cannot open '" + file_path +
                           "' with compat mode OFF: cuFile is not available in this build");
@@ -82,7 +92,8 @@ int FileHandle::fd_open_flags(bool o_direct) const
 
 std::size_t FileHandle::nbytes() const { return checked_open_file().nbytes(); }
 
-std::size_t FileHandle::read(void* buf, std::size_t size, std::size_t file_offset, std::size_t buf_offset, bool)
+std::size_t FileHandle::read(
+  void* buf, std::size_t size, std::size_t file_offset, std::size_t buf_offset, bool)
 {
   const auto& file = checked_open_file();
   file.require_readable();
@@ -91,7 +102,8 @@ std::size_t FileHandle::read(void* buf, std::size_t size, std::size_t file_offse
   return read_piece(file, static_cast<char*>(buf) + buf_offset, size, file_offset);
 }
 
-std::size_t FileHandle::write(const void* buf, std::size_t size, std::size_t file_offset, std::size_t buf_offset, bool)
+std::size_t FileHandle::write(
+  const void* buf, std::size_t size, std::size_t file_offset, std::size_t buf_offset, bool)
 {
   const auto& file = checked_open_file();
   file.require_writable();
@@ -113,11 +125,17 @@ std::future<std::size_t> FileHandle::pread(
     [file = file_, base](const detail::TaskRange& t) {
       return read_piece(*file, base + t.buf_offset, t.size, t.file_offset);
     },
-    size, file_offset, task_size);
+    size,
+    file_offset,
+    task_size);
 }
 
-std::future<std::size_t> FileHandle::pwrite(
-  const void* buf, std::size_t size, std::size_t file_offset, std::size_t task_size, std::size_t, bool)
+std::future<std::size_t> FileHandle::pwrite(const void* buf,
+                                            std::size_t size,
+                                            std::size_t file_offset,
+                                            std::size_t task_size,
+                                            std::size_t,
+                                            bool)
 {
   const auto& file = checked_open_file();
   file.require_writable();
@@ -129,14 +147,22 @@ std::future<std::size_t> FileHandle::pwrite(
     [file = file_, base](const detail::TaskRange& t) {
       return write_piece(*file, base + t.buf_offset, t.size, t.file_offset);
     },
-    size, file_offset, task_size);
+    size,
+    file_offset,
+    task_size);
 }
 
 CompatMode FileHandle::compat_mode() const noexcept
 {
   return file_ ? file_->compat_mode() : CompatMode::ON;
 }
-bool FileHandle::is_compat_mode_preferred() const noexcept { return compat_mode() == CompatMode::ON; }
-bool FileHandle::is_direct_io_supported() const noexcept { return file_ && file_->fd_direct() >= 0; }
+bool FileHandle::is_compat_mode_preferred() const noexcept
+{
+  return compat_mode() == CompatMode::ON;
+}
+bool FileHandle::is_direct_io_supported() const noexcept
+{
+  return file_ && file_->fd_direct() >= 0;
+}
 
 }  // namespace kvikio

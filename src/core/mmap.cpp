@@ -51,10 +51,14 @@ MmapHandle::MmapHandle(const std::string& file_path,
                             file_path + "' (" + std::to_string(file_size_) + " bytes)");
   }
   if (map_size_ > 0) {
-    const auto page     = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const auto aligned  = map_offset_ / page * page;
-    map_length_         = map_size_ + (map_offset_ - aligned);
-    void* addr          = ::mmap(nullptr, map_length_, PROT_READ, map_flags.value_or(MAP_PRIVATE), fd,
+    const auto page    = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const auto aligned = map_offset_ / page * page;
+    map_length_        = map_size_ + (map_offset_ - aligned);
+    void* addr         = ::mmap(nullptr,
+                        map_length_,
+                        PROT_READ,
+                        map_flags.value_or(MAP_PRIVATE),
+                        fd,
                         static_cast<off_t>(aligned));
     if (addr == MAP_FAILED) {
       int err = errno;
@@ -98,7 +102,9 @@ void MmapHandle::close() noexcept
 
 std::size_t MmapHandle::file_size() const
 {
-  if (closed_) { throw std::invalid_argument("file_size() on a closed mapping of '" + path_ + "'"); }
+  if (closed_) {
+    throw std::invalid_argument("file_size() on a closed mapping of '" + path_ + "'");
+  }
   return file_size_;
 }
 
@@ -142,7 +148,9 @@ std::future<std::size_t> MmapHandle::pread(void* buf,
       std::memcpy(dst + t.buf_offset, src + t.buf_offset, t.size);
       return t.size;
     },
-    n, offset, task_size);
+    n,
+    offset,
+    task_size);
 }
 
 }  // namespace kvikio

@@ -31,17 +31,23 @@ int open_flags_from_mode(const std::string& flags)
         if (plus) { throw invalid(); }
         plus = true;
         break;
-      case 'b': break;
-      default: throw invalid();
+      case 'b':
+        break;
+      default:
+        throw invalid();
     }
   }
   int access = plus ? O_RDWR : (kind == 'r' ? O_RDONLY : O_WRONLY);
   switch (kind) {
-    case 'r': return access | O_CLOEXEC;
-    case 'w': return access | O_CREAT | O_TRUNC | O_CLOEXEC;
+    case 'r':
+      return access | O_CLOEXEC;
+    case 'w':
+      return access | O_CREAT | O_TRUNC | O_CLOEXEC;
     // No O_APPEND: on Linux it makes pwrite ignore the offset, and parallel pieces need theirs.
-    case 'a': return access | O_CREAT | O_CLOEXEC;
-    default: throw invalid();
+    case 'a':
+      return access | O_CREAT | O_CLOEXEC;
+    default:
+      throw invalid();
   }
 }
 

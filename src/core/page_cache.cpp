@@ -45,7 +45,9 @@ std::pair<std::size_t, std::size_t> page_cache_info(int fd, const std::string& n
   ::munmap(addr, size);
   if (rc != 0) { throw GenericSystemError(err, "mincore on " + name + " failed"); }
   std::size_t cached = 0;
-  for (auto r : resident) { cached += r & 1U; }
+  for (auto r : resident) {
+    cached += r & 1U;
+  }
   return {cached, pages};
 }
 

@@ -18,7 +18,10 @@ namespace kvikio::detail {
 /// the request on the shared pool. The future is ready once every piece finished: it holds
 /// the sum of the bytes, or the first exception any piece threw. Never blocks the caller.
 template <typename Op>
-std::future<std::size_t> parallel_io(Op op, std::size_t size, std::size_t file_offset, std::size_t task_size)
+std::future<std::size_t> parallel_io(Op op,
+                                     std::size_t size,
+                                     std::size_t file_offset,
+                                     std::size_t task_size)
 {
   auto tasks = split_into_tasks(size, file_offset, task_size);
   if (tasks.empty()) {

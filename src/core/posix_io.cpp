@@ -63,7 +63,8 @@ Parts split_for_direct_io(std::size_t size, std::size_t offset)
 
 }  // namespace
 
-std::size_t read_exact(int fd, void* buf, std::size_t size, std::size_t offset, const std::string& path)
+std::size_t read_exact(
+  int fd, void* buf, std::size_t size, std::size_t offset, const std::string& path)
 {
   auto* out        = static_cast<char*>(buf);
   std::size_t done = 0;
@@ -84,7 +85,8 @@ std::size_t read_exact(int fd, void* buf, std::size_t size, std::size_t offset, 
   return size;
 }
 
-std::size_t write_exact(int fd, const void* buf, std::size_t size, std::size_t offset, const std::string& path)
+std::size_t write_exact(
+  int fd, const void* buf, std::size_t size, std::size_t offset, const std::string& path)
 {
   const auto* in   = static_cast<const char*>(buf);
   std::size_t done = 0;
@@ -96,27 +98,30 @@ std::size_t write_exact(int fd, const void* buf, std::size_t size, std::size_t o
                                std::to_string(done) + " bytes");
     }
     if (n == 0) {
-      throw GenericSystemError(EIO, "write of " + where(path, offset, size) +
-                                      " made no progress after " + std::to_string(done) + " bytes");
+      throw GenericSystemError(EIO,
+                               "write of " + where(path, offset, size) +
+                                 " made no progress after " + std::to_string(done) + " bytes");
     }
     done += static_cast<std::size_t>(n);
   }
   return size;
 }
 
-std::size_t posix_host_read(const OpenFile& file, void* buf, std::size_t size, std::size_t offset, bool direct_io)
+std::size_t posix_host_read(
+  const OpenFile& file, void* buf, std::size_t size, std::size_t offset, bool direct_io)
 {
   if (!direct_io || file.fd_direct() < 0 || size < page_size) {
     return read_exact(file.fd(), buf, size, offset, file.path());
   }
-  auto* out   = static_cast<char*>(buf);
+  auto* out                 = static_cast<char*>(buf);
   auto [head, middle, tail] = split_for_direct_io(size, offset);
   read_exact(file.fd(), out, head, offset, file.path());
   if (is_page_aligned(out + head)) {
     read_exact(file.fd_direct(), out + head, middle, offset + head, file.path());
   } else {
-    const std::size_t chunk = std::max(page_size, defaults::bounce_buffer_size() / page_size * page_size);
-    char* bounce            = scratch.get(std::min(chunk, middle));
+    const std::size_t chunk =
+      std::max(page_size, defaults::bounce_buffer_size() / page_size * page_size);
+    char* bounce = scratch.get(std::min(chunk, middle));
     for (std::size_t pos = 0; pos < middle; pos += chunk) {
       std::size_t n = std::min(chunk, middle - pos);
       read_exact(file.fd_direct(), bounce, n, offset + head + pos, file.path());
@@ -127,19 +132,21 @@ std::size_t posix_host_read(const OpenFile& file, void* buf, std::size_t size, s
   return size;
 }
 
-std::size_t posix_host_write(const OpenFile& file, const void* buf, std::size_t size, std::size_t offset, bool direct_io)
+std::size_t posix_host_write(
+  const OpenFile& file, const void* buf, std::size_t size, std::size_t offset, bool direct_io)
 {
   if (!direct_io || file.fd_direct() < 0 || size < page_size) {
     return write_exact(file.fd(), buf, size, offset, file.path());
   }
-  const auto* in = static_cast<const char*>(buf);
+  const auto* in            = static_cast<const char*>(buf);
   auto [head, middle, tail] = split_for_direct_io(size, offset);
   write_exact(file.fd(), in, head, offset, file.path());
   if (is_page_aligned(in + head)) {
     write_exact(file.fd_direct(), in + head, middle, offset + head, file.path());
   } else {
-    const std::size_t chunk = std::max(page_size, defaults::bounce_buffer_size() / page_size * page_size);
-    char* bounce            = scratch.get(std::min(chunk, middle));
+    const std::size_t chunk =
+      std::max(page_size, defaults::bounce_buffer_size() / page_size * page_size);
+    char* bounce = scratch.get(std::min(chunk, middle));
     for (std::size_t pos = 0; pos < middle; pos += chunk) {
       std::size_t n = std::min(chunk, middle - pos);
       std::memcpy(bounce, in + head + pos, n);

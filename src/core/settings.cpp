@@ -18,7 +18,9 @@
 namespace kvikio {
 namespace {
 
-[[noreturn]] void bad_value(const std::string& setting, const std::string& value, const char* expected)
+[[noreturn]] void bad_value(const std::string& setting,
+                            const std::string& value,
+                            const char* expected)
 {
   throw std::invalid_argument("invalid value '" + value + "' for " + setting + ": expected " +
                               expected);
@@ -27,8 +29,12 @@ namespace {
 std::string trimmed(std::string_view s)
 {
   auto is_space = [](unsigned char c) { return std::isspace(c) != 0; };
-  while (!s.empty() && is_space(s.front())) { s.remove_prefix(1); }
-  while (!s.empty() && is_space(s.back())) { s.remove_suffix(1); }
+  while (!s.empty() && is_space(s.front())) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && is_space(s.back())) {
+    s.remove_suffix(1);
+  }
   return std::string(s);
 }
 
@@ -84,7 +90,9 @@ std::vector<int> parse_status_codes(const std::string& setting, const std::strin
 std::string join(const std::vector<int>& codes)
 {
   std::string out;
-  for (auto c : codes) { out += (out.empty() ? "" : ",") + std::to_string(c); }
+  for (auto c : codes) {
+    out += (out.empty() ? "" : ",") + std::to_string(c);
+  }
   return out;
 }
 
@@ -124,17 +132,21 @@ struct Settings {
       if (n > 4096) { bad_value("KVIKIO_NTHREADS", v, "at most 4096 threads"); }
       return static_cast<unsigned int>(n);
     });
-    from_env("KVIKIO_TASK_SIZE", task_size,
-             [](const std::string& v) { return parse_positive_size("KVIKIO_TASK_SIZE", v); });
-    from_env("KVIKIO_GDS_THRESHOLD", gds_threshold,
-             [](const std::string& v) { return parse_size("KVIKIO_GDS_THRESHOLD", v); });
+    from_env("KVIKIO_TASK_SIZE", task_size, [](const std::string& v) {
+      return parse_positive_size("KVIKIO_TASK_SIZE", v);
+    });
+    from_env("KVIKIO_GDS_THRESHOLD", gds_threshold, [](const std::string& v) {
+      return parse_size("KVIKIO_GDS_THRESHOLD", v);
+    });
     from_env("KVIKIO_BOUNCE_BUFFER_SIZE", bounce_buffer_size, [](const std::string& v) {
       return parse_positive_size("KVIKIO_BOUNCE_BUFFER_SIZE", v);
     });
-    from_env("KVIKIO_AUTO_DIRECT_IO_READ", auto_direct_io_read,
-             [](const std::string& v) { return parse_bool("KVIKIO_AUTO_DIRECT_IO_READ", v); });
-    from_env("KVIKIO_AUTO_DIRECT_IO_WRITE", auto_direct_io_write,
-             [](const std::string& v) { return parse_bool("KVIKIO_AUTO_DIRECT_IO_WRITE", v); });
+    from_env("KVIKIO_AUTO_DIRECT_IO_READ", auto_direct_io_read, [](const std::string& v) {
+      return parse_bool("KVIKIO_AUTO_DIRECT_IO_READ", v);
+    });
+    from_env("KVIKIO_AUTO_DIRECT_IO_WRITE", auto_direct_io_write, [](const std::string& v) {
+      return parse_bool("KVIKIO_AUTO_DIRECT_IO_WRITE", v);
+    });
     from_env("KVIKIO_HTTP_MAX_ATTEMPTS", http_max_attempts, [](const std::string& v) {
       return parse_positive_size("KVIKIO_HTTP_MAX_ATTEMPTS", v);
     });
@@ -292,7 +304,9 @@ void defaults::set_http_status_codes(std::vector<int> codes)
 long defaults::http_timeout() { return get(&Settings::http_timeout); }
 void defaults::set_http_timeout(long seconds)
 {
-  if (seconds <= 0) { bad_value("http_timeout", std::to_string(seconds), "a positive number of seconds"); }
+  if (seconds <= 0) {
+    bad_value("http_timeout", std::to_string(seconds), "a positive number of seconds");
+  }
   put(&Settings::http_timeout, seconds);
 }
 
@@ -302,16 +316,40 @@ std::vector<SettingInfo> defaults::list()
   std::lock_guard lock(s.mutex);
   auto yes_no = [](bool b) { return std::string(b ? "true" : "false"); };
   return {
-    {"compat_mode", "KVIKIO_COMPAT_MODE", std::string(to_string(s.compat_mode.value)), s.compat_mode.source},
+    {"compat_mode",
+     "KVIKIO_COMPAT_MODE",
+     std::string(to_string(s.compat_mode.value)),
+     s.compat_mode.source},
     {"num_threads", "KVIKIO_NTHREADS", std::to_string(s.num_threads.value), s.num_threads.source},
     {"task_size", "KVIKIO_TASK_SIZE", std::to_string(s.task_size.value), s.task_size.source},
-    {"gds_threshold", "KVIKIO_GDS_THRESHOLD", std::to_string(s.gds_threshold.value), s.gds_threshold.source},
-    {"bounce_buffer_size", "KVIKIO_BOUNCE_BUFFER_SIZE", std::to_string(s.bounce_buffer_size.value), s.bounce_buffer_size.source},
-    {"auto_direct_io_read", "KVIKIO_AUTO_DIRECT_IO_READ", yes_no(s.auto_direct_io_read.value), s.auto_direct_io_read.source},
-    {"auto_direct_io_write", "KVIKIO_AUTO_DIRECT_IO_WRITE", yes_no(s.auto_direct_io_write.value), s.auto_direct_io_write.source},
-    {"http_max_attempts", "KVIKIO_HTTP_MAX_ATTEMPTS", std::to_string(s.http_max_attempts.value), s.http_max_attempts.source},
-    {"http_status_codes", "KVIKIO_HTTP_STATUS_CODES", join(s.http_status_codes.value), s.http_status_codes.source},
-    {"http_timeout", "KVIKIO_HTTP_TIMEOUT", std::to_string(s.http_timeout.value), s.http_timeout.source},
+    {"gds_threshold",
+     "KVIKIO_GDS_THRESHOLD",
+     std::to_string(s.gds_threshold.value),
+     s.gds_threshold.source},
+    {"bounce_buffer_size",
+     "KVIKIO_BOUNCE_BUFFER_SIZE",
+     std::to_string(s.bounce_buffer_size.value),
+     s.bounce_buffer_size.source},
+    {"auto_direct_io_read",
+     "KVIKIO_AUTO_DIRECT_IO_READ",
+     yes_no(s.auto_direct_io_read.value),
+     s.auto_direct_io_read.source},
+    {"auto_direct_io_write",
+     "KVIKIO_AUTO_DIRECT_IO_WRITE",
+     yes_no(s.auto_direct_io_write.value),
+     s.auto_direct_io_write.source},
+    {"http_max_attempts",
+     "KVIKIO_HTTP_MAX_ATTEMPTS",
+     std::to_string(s.http_max_attempts.value),
+     s.http_max_attempts.source},
+    {"http_status_codes",
+     "KVIKIO_HTTP_STATUS_CODES",
+     join(s.http_status_codes.value),
+     s.http_status_codes.source},
+    {"http_timeout",
+     "KVIKIO_HTTP_TIMEOUT",
+     std::to_string(s.http_timeout.value),
+     s.http_timeout.source},
   };
 }
 

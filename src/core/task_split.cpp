@@ -4,7 +4,9 @@
 
 namespace kvikio::detail {
 
-std::vector<TaskRange> split_into_tasks(std::size_t size, std::size_t file_offset, std::size_t task_size)
+std::vector<TaskRange> split_into_tasks(std::size_t size,
+                                        std::size_t file_offset,
+                                        std::size_t task_size)
 {
   std::vector<TaskRange> tasks;
   if (size == 0) { return tasks; }

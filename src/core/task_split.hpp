@@ -21,6 +21,8 @@ struct TaskRange {
 /// is page aligned in the file, so each piece's middle can use Direct IO; pieces are then
 /// at most task_size and at least task_size - page_size long, except the first and last.
 /// An empty request yields no pieces.
-std::vector<TaskRange> split_into_tasks(std::size_t size, std::size_t file_offset, std::size_t task_size);
+std::vector<TaskRange> split_into_tasks(std::size_t size,
+                                        std::size_t file_offset,
+                                        std::size_t task_size);
 
 }  // namespace kvikio::detail
