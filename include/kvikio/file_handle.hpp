@@ -12,6 +12,7 @@
 
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/stream.hpp>
 
 namespace kvikio {
 
@@ -96,6 +97,42 @@ class FileHandle {
                                   std::size_t task_size     = defaults::task_size(),
                                   std::size_t gds_threshold = defaults::gds_threshold(),
                                   bool sync_default_stream  = true);
+
+  /// Stream-ordered read into device memory: runs after the work queued on `stream` before
+  /// it, and work queued after it sees the data. The values behind size_p, file_offset_p and
+  /// devPtr_offset_p are read when the operation runs; *bytes_read_p then holds the bytes
+  /// read, or a negative value on failure (-1: OS error; else -CUfileOpError). Uses cuFile's
+  /// stream API when this file uses cuFile and the API exists; otherwise waits for `stream`
+  /// and reads on the calling thread (blocking). `devPtr_base` must be device memory
+  /// (std::invalid_argument otherwise); a closed file throws std::invalid_argument.
+  void read_async(void* devPtr_base,
+                  std::size_t* size_p,
+                  off_t* file_offset_p,
+                  off_t* devPtr_offset_p,
+                  ssize_t* bytes_read_p,
+                  CUstream stream);
+  /// Like read_async(pointers), with the arguments kept in the returned future, which must
+  /// stay alive until the operation ran (e.g. until check_bytes_done()).
+  [[nodiscard]] StreamFuture read_async(void* devPtr_base,
+                                        std::size_t size,
+                                        off_t file_offset   = 0,
+                                        off_t devPtr_offset = 0,
+                                        CUstream stream     = nullptr);
+  /// Stream-ordered write from device memory; see read_async.
+  void write_async(void* devPtr_base,
+                   std::size_t* size_p,
+                   off_t* file_offset_p,
+                   off_t* devPtr_offset_p,
+                   ssize_t* bytes_written_p,
+                   CUstream stream);
+  [[nodiscard]] StreamFuture write_async(void* devPtr_base,
+                                         std::size_t size,
+                                         off_t file_offset   = 0,
+                                         off_t devPtr_offset = 0,
+                                         CUstream stream     = nullptr);
+
+  /// The cuFile handle (CUfileHandle_t) of this file, or null when it uses POSIX.
+  [[nodiscard]] void* handle() const noexcept;
 
   /// The compatibility mode this file resolved to: ON (POSIX) or OFF (cuFile).
   [[nodiscard]] CompatMode compat_mode() const noexcept;

@@ -10,6 +10,12 @@
 #include "core/open_file.hpp"
 #include "core/parallel_io.hpp"
 #include "core/posix_io.hpp"
+#include "device/device_io.hpp"
+#include "device/pointer.hpp"
+#include "gds/cufile_io.hpp"
+#include "shim/availability.hpp"
+#include "shim/cuda_api.hpp"
+#include "shim/cufile_api.hpp"
 
 namespace kvikio {
 namespace {
@@ -25,20 +31,62 @@ void check_range(const std::string& path, std::size_t size, std::size_t file_off
   }
 }
 
+/// Where one piece of a request goes: host-accessible memory straight through POSIX, device
+/// memory through cuFile when this file registered with it, else through the bounce-buffer
+/// pipeline. `info` describes the whole buffer and is computed once per call.
 std::size_t read_piece(const detail::OpenFile& file,
+                       const detail::PointerInfo& info,
                        void* buf,
                        std::size_t size,
-                       std::size_t offset)
+                       std::size_t offset,
+                       bool sync_default_stream = false,
+                       bool force_posix         = false)
 {
-  return detail::posix_host_read(file, buf, size, offset, defaults::auto_direct_io_read());
+  if (info.host_accessible()) {
+    return detail::posix_host_read(file, buf, size, offset, defaults::auto_direct_io_read());
+  }
+  if (file.compat_mode() == CompatMode::OFF && !force_posix) {
+    const auto base = reinterpret_cast<const char*>(info.base);
+    return detail::cufile_read(file,
+                               info.context,
+                               base,
+                               size,
+                               offset,
+                               static_cast<std::size_t>(static_cast<const char*>(buf) - base),
+                               sync_default_stream);
+  }
+  return detail::posix_device_read(
+    file, info.context, buf, size, offset, defaults::auto_direct_io_read());
 }
 
 std::size_t write_piece(const detail::OpenFile& file,
+                        const detail::PointerInfo& info,
                         const void* buf,
                         std::size_t size,
-                        std::size_t offset)
+                        std::size_t offset,
+                        bool sync_default_stream = false,
+                        bool force_posix         = false)
 {
-  return detail::posix_host_write(file, buf, size, offset, defaults::auto_direct_io_write());
+  if (info.host_accessible()) {
+    return detail::posix_host_write(file, buf, size, offset, defaults::auto_direct_io_write());
+  }
+  if (file.compat_mode() == CompatMode::OFF && !force_posix) {
+    const auto base = reinterpret_cast<const char*>(info.base);
+    return detail::cufile_write(file,
+                                info.context,
+                                base,
+                                size,
+                                offset,
+                                static_cast<std::size_t>(static_cast<const char*>(buf) - base),
+                                sync_default_stream);
+  }
+  return detail::posix_device_write(
+    file, info.context, buf, size, offset, defaults::auto_direct_io_write());
+}
+
+std::string describe(const char* op, const std::string& path, std::size_t offset)
+{
+  return std::string(op) + " of '" + path + "' at file offset " + std::to_string(offset);
 }
 
 }  // namespace
@@ -54,11 +102,14 @@ FileHandle::FileHandle(const std::string& file_path,
   // AUTO resolves now: a later change of the mode affects only files opened afterwards.
   auto resolved =
     defaults::is_compat_mode_preferred(compat_mode) ? CompatMode::ON : CompatMode::OFF;
-  if (resolved == CompatMode::OFF) {
+  if (compat_mode == CompatMode::OFF && !detail::cufile_usable()) {
     throw CUfileException("cannot open '" + file_path +
-                          "' with compat mode OFF: cuFile is not available in this build");
+                          "' with compat mode OFF: cuFile is not usable (" +
+                          detail::CufileAPI::instance().reason() + ")");
   }
-  file_ = std::make_shared<detail::OpenFile>(file_path, flags, mode, resolved);
+  // Under AUTO a file whose O_DIRECT open or cuFile registration fails falls back to POSIX.
+  file_ = std::make_shared<detail::OpenFile>(
+    file_path, flags, mode, resolved, compat_mode == CompatMode::AUTO);
 }
 
 FileHandle::FileHandle(FileHandle&&) noexcept            = default;
@@ -92,38 +143,65 @@ int FileHandle::fd_open_flags(bool o_direct) const
 
 std::size_t FileHandle::nbytes() const { return checked_open_file().nbytes(); }
 
-std::size_t FileHandle::read(
-  void* buf, std::size_t size, std::size_t file_offset, std::size_t buf_offset, bool)
+std::size_t FileHandle::read(void* buf,
+                             std::size_t size,
+                             std::size_t file_offset,
+                             std::size_t buf_offset,
+                             bool sync_default_stream)
 {
   const auto& file = checked_open_file();
   file.require_readable();
   check_range(file.path(), size, file_offset);
   if (size == 0) { return 0; }
-  return read_piece(file, static_cast<char*>(buf) + buf_offset, size, file_offset);
+  char* start = static_cast<char*>(buf) + buf_offset;
+  auto info   = detail::get_pointer_info(start);
+  detail::check_device_range(info, start, size, describe("read", file.path(), file_offset));
+  return read_piece(file, info, start, size, file_offset, sync_default_stream);
 }
 
-std::size_t FileHandle::write(
-  const void* buf, std::size_t size, std::size_t file_offset, std::size_t buf_offset, bool)
+std::size_t FileHandle::write(const void* buf,
+                              std::size_t size,
+                              std::size_t file_offset,
+                              std::size_t buf_offset,
+                              bool sync_default_stream)
 {
   const auto& file = checked_open_file();
   file.require_writable();
   if (file_offset == unspecified_offset) { file_offset = file.append() ? file.nbytes() : 0; }
   check_range(file.path(), size, file_offset);
   if (size == 0) { return 0; }
-  return write_piece(file, static_cast<const char*>(buf) + buf_offset, size, file_offset);
+  const char* start = static_cast<const char*>(buf) + buf_offset;
+  auto info         = detail::get_pointer_info(start);
+  detail::check_device_range(info, start, size, describe("write", file.path(), file_offset));
+  return write_piece(file, info, start, size, file_offset, sync_default_stream);
 }
 
-std::future<std::size_t> FileHandle::pread(
-  void* buf, std::size_t size, std::size_t file_offset, std::size_t task_size, std::size_t, bool)
+std::future<std::size_t> FileHandle::pread(void* buf,
+                                           std::size_t size,
+                                           std::size_t file_offset,
+                                           std::size_t task_size,
+                                           std::size_t gds_threshold,
+                                           bool sync_default_stream)
 {
   const auto& file = checked_open_file();
   file.require_readable();
   check_range(file.path(), size, file_offset);
   if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
   auto* base = static_cast<char*>(buf);
+  auto info  = size > 0 ? detail::get_pointer_info(base) : detail::PointerInfo{};
+  detail::check_device_range(info, base, size, describe("pread", file.path(), file_offset));
+  if (!info.host_accessible() && size < gds_threshold) {
+    // Small device requests are not worth the pool or cuFile: POSIX, on this thread.
+    return detail::ready_future(read_piece(file, info, base, size, file_offset, false, true));
+  }
+  if (!info.host_accessible() && file.compat_mode() == CompatMode::OFF && sync_default_stream) {
+    detail::ContextGuard guard(info.context);
+    detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(nullptr),
+                       "cuStreamSynchronize(0)");
+  }
   return detail::parallel_io(
-    [file = file_, base](const detail::TaskRange& t) {
-      return read_piece(*file, base + t.buf_offset, t.size, t.file_offset);
+    [file = file_, base, info](const detail::TaskRange& t) {
+      return read_piece(*file, info, base + t.buf_offset, t.size, t.file_offset);
     },
     size,
     file_offset,
@@ -134,8 +212,8 @@ std::future<std::size_t> FileHandle::pwrite(const void* buf,
                                             std::size_t size,
                                             std::size_t file_offset,
                                             std::size_t task_size,
-                                            std::size_t,
-                                            bool)
+                                            std::size_t gds_threshold,
+                                            bool sync_default_stream)
 {
   const auto& file = checked_open_file();
   file.require_writable();
@@ -143,9 +221,19 @@ std::future<std::size_t> FileHandle::pwrite(const void* buf,
   check_range(file.path(), size, file_offset);
   if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
   const auto* base = static_cast<const char*>(buf);
+  auto info        = size > 0 ? detail::get_pointer_info(base) : detail::PointerInfo{};
+  detail::check_device_range(info, base, size, describe("pwrite", file.path(), file_offset));
+  if (!info.host_accessible() && size < gds_threshold) {
+    return detail::ready_future(write_piece(file, info, base, size, file_offset, false, true));
+  }
+  if (!info.host_accessible() && file.compat_mode() == CompatMode::OFF && sync_default_stream) {
+    detail::ContextGuard guard(info.context);
+    detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(nullptr),
+                       "cuStreamSynchronize(0)");
+  }
   return detail::parallel_io(
-    [file = file_, base](const detail::TaskRange& t) {
-      return write_piece(*file, base + t.buf_offset, t.size, t.file_offset);
+    [file = file_, base, info](const detail::TaskRange& t) {
+      return write_piece(*file, info, base + t.buf_offset, t.size, t.file_offset);
     },
     size,
     file_offset,

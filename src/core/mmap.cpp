@@ -12,6 +12,8 @@
 #include <kvikio/error.hpp>
 
 #include "core/parallel_io.hpp"
+#include "device/device_io.hpp"
+#include "device/pointer.hpp"
 
 namespace kvikio {
 
@@ -130,7 +132,16 @@ std::size_t MmapHandle::checked_size(std::optional<std::size_t> size, std::size_
 std::size_t MmapHandle::read(void* buf, std::optional<std::size_t> size, std::size_t offset)
 {
   const std::size_t n = checked_size(size, offset);
-  if (n > 0) { std::memcpy(buf, map_data_ + (offset - map_offset_), n); }
+  if (n == 0) { return 0; }
+  auto info = detail::get_pointer_info(buf);
+  detail::check_device_range(info, buf, n, "mmap read of '" + path_ + "'");
+  const char* src = map_data_ + (offset - map_offset_);
+  if (info.host_accessible()) {
+    std::memcpy(buf, src, n);
+  } else {
+    // Mapped pages are pageable memory: stage them through the pinned bounce buffer.
+    detail::copy_host_to_device(info.context, buf, src, n);
+  }
   return n;
 }
 
@@ -143,9 +154,15 @@ std::future<std::size_t> MmapHandle::pread(void* buf,
   if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
   const char* src = map_data_ + (offset - map_offset_);
   auto* dst       = static_cast<char*>(buf);
+  auto info       = n > 0 ? detail::get_pointer_info(buf) : detail::PointerInfo{};
+  detail::check_device_range(info, buf, n, "mmap pread of '" + path_ + "'");
   return detail::parallel_io(
-    [src, dst](const detail::TaskRange& t) {
-      std::memcpy(dst + t.buf_offset, src + t.buf_offset, t.size);
+    [src, dst, info](const detail::TaskRange& t) {
+      if (info.host_accessible()) {
+        std::memcpy(dst + t.buf_offset, src + t.buf_offset, t.size);
+      } else {
+        detail::copy_host_to_device(info.context, dst + t.buf_offset, src + t.buf_offset, t.size);
+      }
       return t.size;
     },
     n,

@@ -14,8 +14,14 @@ namespace kvikio::detail {
 class OpenFile {
  public:
   /// Opens the buffered descriptor (throws) and, where the file system allows, an O_DIRECT
-  /// one (silently absent otherwise).
-  OpenFile(std::string path, const std::string& flags, mode_t mode, CompatMode compat_mode);
+  /// one (silently absent otherwise). With `compat_mode` OFF the O_DIRECT descriptor is
+  /// registered with cuFile; if that (or the O_DIRECT open) fails, the file falls back to
+  /// POSIX (compat_mode() becomes ON) when `allow_fallback`, else CUfileException is thrown.
+  OpenFile(std::string path,
+           const std::string& flags,
+           mode_t mode,
+           CompatMode compat_mode,
+           bool allow_fallback = true);
   ~OpenFile() noexcept;
   OpenFile(const OpenFile&)            = delete;
   OpenFile& operator=(const OpenFile&) = delete;
@@ -27,6 +33,10 @@ class OpenFile {
   [[nodiscard]] bool writable() const noexcept { return writable_; }
   [[nodiscard]] bool append() const noexcept { return append_; }
   [[nodiscard]] CompatMode compat_mode() const noexcept { return compat_mode_; }
+  /// The cuFile handle (CUfileHandle_t) when compat_mode() is OFF, else null.
+  [[nodiscard]] void* cufile_handle() const noexcept { return cufile_handle_; }
+  /// Why this file uses POSIX although cuFile was asked for (empty otherwise).
+  [[nodiscard]] const std::string& fallback_reason() const noexcept { return fallback_reason_; }
   [[nodiscard]] std::size_t nbytes() const;
 
   /// Throws std::invalid_argument unless the file was opened for reading / writing.
@@ -41,6 +51,8 @@ class OpenFile {
   bool writable_{false};
   bool append_{false};
   CompatMode compat_mode_{CompatMode::ON};
+  void* cufile_handle_{nullptr};
+  std::string fallback_reason_;
 };
 
 /// open(2) flags for a mode string ("r", "r+", "w", "w+", "a", "a+", with "b" anywhere).

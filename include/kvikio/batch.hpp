@@ -1,0 +1,89 @@
+#pragma once
+/// @file batch.hpp
+/// Batched IO: submit many reads/writes at once, then poll or wait for them, or cancel them.
+/// Uses cuFile's batch API when every file of a submission uses cuFile and the API exists;
+/// otherwise the operations run on the shared thread pool through the POSIX path.
+#include <sys/types.h>
+
+#include <cstddef>
+#include <ctime>
+#include <memory>
+#include <vector>
+
+#include <kvikio/file_handle.hpp>
+
+namespace kvikio {
+
+/// Read or write (same values as cuFile's CUFILE_READ / CUFILE_WRITE).
+enum class BatchOpcode : int { READ = 0, WRITE = 1 };
+
+/// Status of one operation (same values as cuFile's CUfileStatus_t).
+enum class BatchStatus : int {
+  WAITING  = 0x01,
+  PENDING  = 0x02,
+  INVALID  = 0x04,
+  CANCELED = 0x08,
+  COMPLETE = 0x10,
+  TIMEOUT  = 0x20,
+  FAILED   = 0x40,
+};
+
+/// One operation: `size` bytes between `file_handle` at `file_offset` and the device buffer
+/// `devPtr_base + devPtr_offset`. The file handle and the buffer must outlive the batch's use.
+struct BatchOp {
+  FileHandle& file_handle;
+  void* devPtr_base;
+  off_t file_offset;
+  off_t devPtr_offset;
+  std::size_t size;
+  BatchOpcode opcode;
+};
+
+/// A finished operation: `cookie` is the index of the op in its submit() call; `ret` the bytes
+/// moved (COMPLETE) or 0.
+struct BatchIOEvent {
+  void* cookie;
+  BatchStatus status;
+  std::size_t ret;
+};
+
+/// One batch. Workflow: construct with the most operations one submit may hold, submit(),
+/// then status() until every op is reported (or cancel()), then submit() again or close().
+/// Not thread safe; the destructor cancels and waits for unfinished operations.
+class BatchHandle {
+ public:
+  BatchHandle() noexcept;
+  /// Throws std::invalid_argument for a non-positive size, CUfileException when cuFile's
+  /// batch setup fails.
+  explicit BatchHandle(int max_num_events);
+  BatchHandle(BatchHandle&&) noexcept;
+  BatchHandle& operator=(BatchHandle&&) noexcept;
+  BatchHandle(const BatchHandle&)            = delete;
+  BatchHandle& operator=(const BatchHandle&) = delete;
+  ~BatchHandle() noexcept;
+
+  [[nodiscard]] bool closed() const noexcept;
+  void close() noexcept;
+
+  /// Queues the operations; returns at once. Throws CUfileException when there are more than
+  /// max_num_events, std::invalid_argument when the batch is closed or an op is malformed.
+  void submit(const std::vector<BatchOp>& operations);
+
+  /// Returns finished operations not reported before: waits until at least `min_nr` are
+  /// available or `timeout` passes (nullptr: wait as long as it takes); at most `max_nr`.
+  std::vector<BatchIOEvent> status(unsigned min_nr,
+                                   unsigned max_nr,
+                                   struct timespec* timeout = nullptr);
+
+  /// Cancels operations not yet started (reported CANCELED) and waits for running ones.
+  void cancel();
+
+  /// True when this batch uses cuFile's batch API for its current submission.
+  [[nodiscard]] bool uses_cufile() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvikio

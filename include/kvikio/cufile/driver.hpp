@@ -1,0 +1,79 @@
+#pragma once
+/// @file cufile/driver.hpp
+/// The cuFile driver: explicit open/close and its properties. cuFile is loaded at run time;
+/// where it is not usable, reading a property (other than is_gds_available) and every setter
+/// throw CUfileException saying why.
+#include <cstddef>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace kvikio {
+
+/// Opens the cuFile driver for the object's life (the library also opens it on first use).
+/// Throws CUfileException with the reason when cuFile is not usable. Not copyable.
+class DriverInitializer {
+ public:
+  DriverInitializer();
+  ~DriverInitializer() noexcept;
+  DriverInitializer(const DriverInitializer&)            = delete;
+  DriverInitializer& operator=(const DriverInitializer&) = delete;
+};
+
+/// The driver's properties, read lazily on first access (cuFileDriverGetProperties). Sizes
+/// are in KiB as cuFile reports them. Setters change the driver and the cached value.
+/// Not thread safe: use one object per thread, or get_driver_properties() under a lock.
+class DriverProperties {
+ public:
+  DriverProperties() = default;
+
+  /// GPUDirect Storage proper (the nvidia-fs driver) is present: nvfs version is not 0.0.
+  /// False when cuFile is not usable; never throws.
+  bool is_gds_available();
+  [[nodiscard]] unsigned int get_nvfs_major_version();
+  [[nodiscard]] unsigned int get_nvfs_minor_version();
+  [[nodiscard]] bool get_nvfs_allow_compat_mode();
+  [[nodiscard]] bool get_nvfs_poll_mode();
+  [[nodiscard]] std::size_t get_nvfs_poll_thresh_size();
+  void set_nvfs_poll_mode(bool enable);
+  void set_nvfs_poll_thresh_size(std::size_t size_in_kb);
+  [[nodiscard]] std::size_t get_max_device_cache_size();
+  void set_max_device_cache_size(std::size_t size_in_kb);
+  [[nodiscard]] std::size_t get_per_buffer_cache_size();
+  [[nodiscard]] std::size_t get_max_pinned_memory_size();
+  void set_max_pinned_memory_size(std::size_t size_in_kb);
+  [[nodiscard]] std::size_t get_max_batch_io_size();
+
+ private:
+  void lazy_init();
+  bool initialized_{false};
+  unsigned int major_{0}, minor_{0};
+  unsigned int control_flags_{0};
+  std::size_t poll_thresh_size_{0};
+  std::size_t max_device_cache_size_{0};
+  std::size_t per_buffer_cache_size_{0};
+  std::size_t max_pinned_memory_size_{0};
+  std::size_t max_batch_io_size_{0};
+};
+
+/// A fresh DriverProperties (values are read from the driver on first access).
+DriverProperties get_driver_properties();
+
+/// Name-based access for bindings (Python `kvikio.cufile_driver.get/set`). Names:
+/// is_gds_available, major_version, minor_version, allow_compat_mode, per_buffer_cache_size,
+/// max_batch_io_size (read-only), poll_mode, poll_thresh_size, max_device_cache_size,
+/// max_pinned_memory_size (settable). Thread safe.
+namespace cufile_driver {
+using Value = std::variant<bool, std::size_t>;
+/// Every property name, in a fixed order.
+std::vector<std::string> property_names();
+/// Whether `name` may be set.
+bool is_settable(const std::string& name);
+/// Throws std::invalid_argument naming an unknown property (listing the known ones),
+/// CUfileException when cuFile is not usable.
+Value get(const std::string& name);
+/// Also throws std::invalid_argument for a read-only property or a value of the wrong type.
+void set(const std::string& name, const Value& value);
+}  // namespace cufile_driver
+
+}  // namespace kvikio

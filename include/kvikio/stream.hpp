@@ -1,0 +1,66 @@
+#pragma once
+/// @file stream.hpp
+/// Stream-ordered IO: the future of FileHandle::read_async / write_async, and cuFile stream
+/// registration. CUstream is declared opaquely here (the same type as cuda.h's), so this
+/// header needs no vendor header.
+#include <sys/types.h>
+
+#include <cstddef>
+#include <tuple>
+
+struct CUstream_st;
+// Same declaration as cuda.h's; repeating an identical typedef is valid C++.
+typedef struct CUstream_st* CUstream;  // NOLINT(modernize-use-using)
+struct CUctx_st;
+
+namespace kvikio {
+
+/// The result of a stream-ordered read/write. Keep it alive until the operation has run on
+/// its stream; check_bytes_done() waits for the stream and returns the byte count. The
+/// argument block lives in malloc'd memory, as cuFile's stream API requires. Move-only.
+class StreamFuture {
+ public:
+  StreamFuture() noexcept = default;
+  StreamFuture(void* devPtr_base,
+               std::size_t size,
+               off_t file_offset,
+               off_t devPtr_offset,
+               CUstream stream,
+               CUctx_st* context = nullptr);
+  StreamFuture(StreamFuture&& o) noexcept;
+  StreamFuture& operator=(StreamFuture&& o) noexcept;
+  StreamFuture(const StreamFuture&)            = delete;
+  StreamFuture& operator=(const StreamFuture&) = delete;
+  /// Waits for the stream if the operation may still be queued (never throws).
+  ~StreamFuture() noexcept;
+
+  /// (devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_done_p, stream): pointers
+  /// into the argument block, as read_async/write_async take them.
+  [[nodiscard]] std::tuple<void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream> get_args()
+    const noexcept;
+
+  /// Blocks until the stream has run the operation; returns the bytes moved. Throws
+  /// CUfileException (naming the error) when the operation failed, std::invalid_argument on
+  /// an empty future.
+  std::size_t check_bytes_done();
+
+ private:
+  struct Args {
+    std::size_t size;
+    off_t file_offset;
+    off_t devPtr_offset;
+    ssize_t bytes_done;
+  };
+  void* devPtr_base_{nullptr};
+  CUstream stream_{nullptr};
+  CUctx_st* context_{nullptr};
+  Args* args_{nullptr};
+  bool synced_{false};
+};
+
+/// cuFileStreamRegister / cuFileStreamDeregister (flags as cuFile defines them). No-ops when
+/// cuFile's stream API is not usable. Throws CUfileException on failure.
+void stream_register(CUstream stream, unsigned flags);
+void stream_deregister(CUstream stream);
+
+}  // namespace kvikio

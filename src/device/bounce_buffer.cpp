@@ -1,0 +1,132 @@
+#include "device/bounce_buffer.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/defaults.hpp>
+
+#include "core/task_split.hpp"
+#include "device/pointer.hpp"
+#include "shim/cuda_api.hpp"
+
+namespace kvikio::detail {
+namespace {
+
+struct Pool {
+  std::mutex mutex;
+  std::vector<std::pair<char*, std::size_t>> free;
+  std::atomic<std::size_t> held{0};
+  std::atomic<std::size_t> peak{0};
+};
+
+Pool& pool()
+{
+  // Leaked on purpose: buffers may come back from threads that outlive static destruction.
+  static auto* p = new Pool();
+  return *p;
+}
+
+// Pinned buffers are allocated in device 0's primary context, retained for the process, so
+// they outlive any context a user creates and destroys; PORTABLE makes them usable from all.
+void free_pinned(char* p, std::size_t n) noexcept
+{
+  const auto& api = CudaAPI::instance();
+  try {
+    ContextGuard guard(primary_context(0));
+    api.MemFreeHost(p);
+  } catch (...) {  // freeing at teardown: nothing useful to report
+  }
+  pool().held -= n;
+}
+
+std::size_t rounded_buffer_size()
+{
+  // Page multiple, and at least two pages so that each half of a buffer is a whole page.
+  const std::size_t n = defaults::bounce_buffer_size();
+  return std::max<std::size_t>(2 * page_size, n / page_size * page_size);
+}
+
+}  // namespace
+
+BounceBuffer::BounceBuffer()
+{
+  const std::size_t want = rounded_buffer_size();
+  auto& p                = pool();
+  {
+    std::lock_guard lock(p.mutex);
+    while (!p.free.empty()) {
+      auto [data, size] = p.free.back();
+      p.free.pop_back();
+      if (size == want) {
+        data_ = data;
+        size_ = size;
+        return;
+      }
+      free_pinned(data, size);  // bounce_buffer_size changed since it was allocated
+    }
+  }
+  const auto& api = cuda_api_or_throw("allocating a pinned bounce buffer");
+  ContextGuard guard(primary_context(0));
+  void* mem = nullptr;
+  cuda_check(api.MemHostAlloc(&mem, want, CU_MEMHOSTALLOC_PORTABLE),
+             "cuMemHostAlloc",
+             "for a bounce buffer of " + std::to_string(want) + " bytes");
+  data_               = static_cast<char*>(mem);
+  size_               = want;
+  const auto now_held = p.held += want;
+  auto peak           = p.peak.load();
+  while (now_held > peak && !p.peak.compare_exchange_weak(peak, now_held)) {}
+}
+
+BounceBuffer::~BounceBuffer() noexcept
+{
+  auto& p          = pool();
+  std::size_t keep = 1;
+  std::size_t want = 0;
+  try {
+    keep = defaults::num_threads();
+    want = rounded_buffer_size();
+  } catch (...) {  // unreadable settings: free rather than keep
+  }
+  std::lock_guard lock(p.mutex);
+  // Keep at most one free buffer per pool thread; a stale size is never reused.
+  if (p.free.size() < keep && size_ == want) {
+    p.free.emplace_back(data_, size_);
+  } else {
+    free_pinned(data_, size_);
+  }
+}
+
+std::size_t bounce_buffer_pinned_bytes() noexcept { return pool().held.load(); }
+std::size_t bounce_buffer_peak_pinned_bytes() noexcept { return pool().peak.load(); }
+
+}  // namespace kvikio::detail
+
+namespace kvikio {
+
+std::size_t bounce_buffer_free()
+{
+  auto& p = detail::pool();
+  std::vector<std::pair<char*, std::size_t>> released;
+  {
+    std::lock_guard lock(p.mutex);
+    released.swap(p.free);
+  }
+  std::size_t bytes = 0;
+  for (auto [data, size] : released) {
+    detail::free_pinned(data, size);
+    bytes += size;
+  }
+  return bytes;
+}
+
+BounceBufferStats bounce_buffer_stats() noexcept
+{
+  return {detail::bounce_buffer_pinned_bytes(), detail::bounce_buffer_peak_pinned_bytes()};
+}
+
+}  // namespace kvikio

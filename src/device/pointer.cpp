@@ -1,0 +1,154 @@
+#include "device/pointer.hpp"
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include <kvikio/error.hpp>
+
+#include "shim/cuda_api.hpp"
+
+namespace kvikio::detail {
+namespace {
+
+std::string hex(std::uintptr_t p)
+{
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  do {
+    out.insert(out.begin(), digits[p % 16]);
+    p /= 16;
+  } while (p != 0);
+  return "0x" + out;
+}
+
+}  // namespace
+
+PointerInfo get_pointer_info(const void* ptr)
+{
+  PointerInfo info;
+  const auto& api = CudaAPI::instance();
+  if (!api.available() || ptr == nullptr) { return info; }
+  const auto dptr       = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(ptr));
+  unsigned int mem_type = 0;
+  CUresult r = api.PointerGetAttribute(&mem_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dptr);
+  // Memory the driver does not know (malloc, mmap, the stack) is reported as invalid.
+  if (r == CUDA_ERROR_INVALID_VALUE || (r == CUDA_SUCCESS && mem_type == 0)) { return info; }
+  cuda_check(r, "cuPointerGetAttribute(MEMORY_TYPE)", "for pointer " + hex(dptr));
+  unsigned int managed = 0;
+  api.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, dptr);
+  CUcontext ctx = nullptr;
+  if (api.PointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, dptr) != CUDA_SUCCESS ||
+      ctx == nullptr) {
+    // Memory from the virtual memory API (cuMemMap) has no owning context: use the primary
+    // context of the device it lives on.
+    int ordinal = 0;
+    if (api.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dptr) ==
+        CUDA_SUCCESS) {
+      ctx = primary_context(ordinal);
+    }
+  }
+  info.context = ctx;
+  if (managed != 0) {
+    info.kind = MemoryKind::MANAGED;
+  } else if (mem_type == CU_MEMORYTYPE_HOST) {
+    info.kind = MemoryKind::PINNED_HOST;
+  } else {
+    info.kind         = MemoryKind::DEVICE;
+    CUdeviceptr base  = 0;
+    std::size_t bytes = 0;
+    cuda_check(api.MemGetAddressRange(&base, &bytes, dptr),
+               "cuMemGetAddressRange",
+               "for device pointer " + hex(dptr));
+    info.base       = static_cast<std::uintptr_t>(base);
+    info.alloc_size = bytes;
+  }
+  return info;
+}
+
+void check_device_range(const PointerInfo& info,
+                        const void* ptr,
+                        std::size_t size,
+                        const std::string& what)
+{
+  if (info.kind != MemoryKind::DEVICE) { return; }
+  const auto p   = reinterpret_cast<std::uintptr_t>(ptr);
+  const auto end = info.base + info.alloc_size;
+  if (p < info.base || p > end || size > end - p) {
+    throw std::out_of_range(what + ": device buffer " + hex(p) + " + " + std::to_string(size) +
+                            " bytes exceeds its allocation [" + hex(info.base) + ", " + hex(end) +
+                            ") of " + std::to_string(info.alloc_size) + " bytes (offset " +
+                            std::to_string(p - info.base) + " into it)");
+  }
+}
+
+ContextGuard::ContextGuard(CUcontext ctx)
+{
+  if (ctx == nullptr) { return; }
+  const auto& api   = CudaAPI::instance();
+  CUcontext current = nullptr;
+  api.CtxGetCurrent(&current);
+  if (current == ctx) { return; }
+  cuda_check(api.CtxPushCurrent(ctx), "cuCtxPushCurrent");
+  pushed_ = true;
+}
+
+ContextGuard::~ContextGuard() noexcept
+{
+  if (pushed_) {
+    CUcontext popped = nullptr;
+    CudaAPI::instance().CtxPopCurrent(&popped);
+  }
+}
+
+namespace {
+
+struct ThreadStreams {
+  std::map<CUcontext, CUstream> streams;
+  ~ThreadStreams()
+  {
+    const auto& api = CudaAPI::instance();
+    for (auto [ctx, stream] : streams) {
+      // At process exit the driver may already be torn down; errors are of no consequence.
+      if (api.CtxPushCurrent(ctx) == CUDA_SUCCESS) {
+        api.StreamDestroy(stream);
+        CUcontext popped = nullptr;
+        api.CtxPopCurrent(&popped);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+CUstream thread_stream(CUcontext ctx)
+{
+  thread_local ThreadStreams local;
+  auto it = local.streams.find(ctx);
+  if (it != local.streams.end()) { return it->second; }
+  CUstream stream = nullptr;
+  cuda_check(CudaAPI::instance().StreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  local.streams.emplace(ctx, stream);
+  return stream;
+}
+
+CUcontext primary_context(int ordinal)
+{
+  static std::mutex mutex;
+  static std::map<int, CUcontext> retained;
+  std::lock_guard lock(mutex);
+  if (auto it = retained.find(ordinal); it != retained.end()) { return it->second; }
+  const auto& api =
+    cuda_api_or_throw("retaining the primary context of device " + std::to_string(ordinal));
+  CUdevice dev = 0;
+  cuda_check(api.DeviceGet(&dev, ordinal), "cuDeviceGet", "for device " + std::to_string(ordinal));
+  CUcontext ctx = nullptr;
+  cuda_check(api.DevicePrimaryCtxRetain(&ctx, dev),
+             "cuDevicePrimaryCtxRetain",
+             "for device " + std::to_string(ordinal));
+  retained.emplace(ordinal, ctx);
+  return ctx;
+}
+
+}  // namespace kvikio::detail

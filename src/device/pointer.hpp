@@ -1,0 +1,54 @@
+#pragma once
+// What a buffer pointer is (host, pinned host, managed, device), which allocation it lies in
+// and which CUDA context owns it; plus the per-thread, per-context CUDA stream.
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kvikio::detail {
+
+enum class MemoryKind : std::uint8_t { HOST, PINNED_HOST, MANAGED, DEVICE };
+
+struct PointerInfo {
+  MemoryKind kind{MemoryKind::HOST};
+  CUcontext context{nullptr};  // owner of device/pinned/managed memory
+  std::uintptr_t base{0};      // start of the allocation (device memory only)
+  std::size_t alloc_size{0};   // its size (device memory only)
+  /// True when the CPU may read and write the memory directly (host, pinned, managed).
+  [[nodiscard]] bool host_accessible() const noexcept { return kind != MemoryKind::DEVICE; }
+};
+
+/// Inspects `ptr`. Without a CUDA driver everything is host memory. Throws
+/// CUfileDriverException when the driver reports an error other than "not CUDA memory".
+PointerInfo get_pointer_info(const void* ptr);
+
+/// Throws std::out_of_range naming the pointer, allocation and request when
+/// [ptr, ptr + size) is not inside the device allocation described by `info`.
+void check_device_range(const PointerInfo& info,
+                        const void* ptr,
+                        std::size_t size,
+                        const std::string& what);
+
+/// Makes `ctx` current on this thread for the guard's life (push/pop), so work on a pool
+/// thread runs in the buffer's context. A null context is a no-op.
+class ContextGuard {
+ public:
+  explicit ContextGuard(CUcontext ctx);
+  ~ContextGuard() noexcept;
+  ContextGuard(const ContextGuard&)            = delete;
+  ContextGuard& operator=(const ContextGuard&) = delete;
+
+ private:
+  bool pushed_{false};
+};
+
+/// This thread's non-blocking stream in the current context (created once per thread and
+/// context, destroyed when the thread ends). The context must be current.
+CUstream thread_stream(CUcontext ctx);
+
+/// The primary context of device `ordinal`, retained for the life of the process.
+CUcontext primary_context(int ordinal);
+
+}  // namespace kvikio::detail

@@ -1,0 +1,198 @@
+// Batched IO: cuFile's batch API where every file uses cuFile, else the POSIX path on the pool.
+#include <kvikio/batch.hpp>
+#include <kvikio/error.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "core/open_file.hpp"
+#include "shim/cufile_api.hpp"
+
+namespace kvikio {
+
+struct BatchHandle::Impl {
+  int max_num_events{0};
+  CUfileBatchHandle_t cufile{nullptr};
+  bool using_cufile{false};
+
+  // POSIX fallback state, shared with the pool tasks so that they never outlive it.
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    std::vector<BatchIOEvent> finished;  // not yet reported
+    std::size_t running{0};
+    std::atomic<bool> cancel{false};
+  };
+  std::shared_ptr<Shared> shared = std::make_shared<Shared>();
+
+  void wait_idle()
+  {
+    std::unique_lock lock(shared->mutex);
+    shared->done_cv.wait(lock, [&] { return shared->running == 0; });
+  }
+};
+
+BatchHandle::BatchHandle() noexcept = default;
+
+BatchHandle::BatchHandle(int max_num_events) : impl_(std::make_unique<Impl>())
+{
+  if (max_num_events <= 0) {
+    throw std::invalid_argument("BatchHandle: max_num_events must be positive, got " +
+                                std::to_string(max_num_events));
+  }
+  impl_->max_num_events = max_num_events;
+  auto& api             = detail::CufileAPI::instance();
+  if (!defaults::is_compat_mode_preferred() && api.batch_api() && api.driver_open()) {
+    detail::cufile_check(api.BatchIOSetUp(&impl_->cufile, static_cast<unsigned>(max_num_events)),
+                         "cuFileBatchIOSetUp",
+                         "for " + std::to_string(max_num_events) + " events");
+  }
+}
+
+BatchHandle::BatchHandle(BatchHandle&&) noexcept = default;
+BatchHandle& BatchHandle::operator=(BatchHandle&& o) noexcept
+{
+  if (this != &o) {
+    close();
+    impl_ = std::move(o.impl_);
+  }
+  return *this;
+}
+BatchHandle::~BatchHandle() noexcept { close(); }
+
+bool BatchHandle::closed() const noexcept { return impl_ == nullptr; }
+bool BatchHandle::uses_cufile() const noexcept { return impl_ && impl_->using_cufile; }
+
+void BatchHandle::close() noexcept
+{
+  if (!impl_) { return; }
+  impl_->shared->cancel = true;
+  impl_->wait_idle();
+  if (impl_->cufile != nullptr) { detail::CufileAPI::instance().BatchIODestroy(impl_->cufile); }
+  impl_.reset();
+}
+
+void BatchHandle::submit(const std::vector<BatchOp>& operations)
+{
+  if (!impl_) { throw std::invalid_argument("submit() on a closed BatchHandle"); }
+  if (operations.size() > static_cast<std::size_t>(impl_->max_num_events)) {
+    throw CUfileException("cannot submit " + std::to_string(operations.size()) +
+                          " operations to a batch of at most " +
+                          std::to_string(impl_->max_num_events));
+  }
+  bool all_cufile = impl_->cufile != nullptr;
+  for (const auto& op : operations) {
+    if (op.file_handle.closed()) {
+      throw std::invalid_argument("batch operation on closed file '" + op.file_handle.path() + "'");
+    }
+    if (op.file_offset < 0 || op.devPtr_offset < 0) {
+      throw std::invalid_argument("batch operation on '" + op.file_handle.path() +
+                                  "' has a negative offset");
+    }
+    if (op.file_handle.handle() == nullptr) { all_cufile = false; }
+  }
+  impl_->shared->cancel = false;
+  impl_->using_cufile   = all_cufile;
+  if (all_cufile) {
+    std::vector<CUfileIOParams_t> params(operations.size());
+    for (std::size_t i = 0; i < operations.size(); ++i) {
+      const auto& op                  = operations[i];
+      params[i].mode                  = CUFILE_BATCH;
+      params[i].u.batch.devPtr_base   = op.devPtr_base;
+      params[i].u.batch.file_offset   = op.file_offset;
+      params[i].u.batch.devPtr_offset = op.devPtr_offset;
+      params[i].u.batch.size          = op.size;
+      params[i].fh                    = op.file_handle.handle();
+      params[i].opcode                = op.opcode == BatchOpcode::READ ? CUFILE_READ : CUFILE_WRITE;
+      params[i].cookie                = reinterpret_cast<void*>(i);
+    }
+    detail::cufile_check(detail::CufileAPI::instance().BatchIOSubmit(
+                           impl_->cufile, static_cast<unsigned>(params.size()), params.data(), 0),
+                         "cuFileBatchIOSubmit",
+                         "of " + std::to_string(params.size()) + " operations");
+    return;
+  }
+  auto shared = impl_->shared;
+  {
+    std::lock_guard lock(shared->mutex);
+    shared->running += operations.size();
+  }
+  for (std::size_t i = 0; i < operations.size(); ++i) {
+    const auto& op = operations[i];
+    FileHandle* fh = &op.file_handle;
+    defaults::thread_pool().detach_task([shared, op_copy = op, fh, i]() noexcept {
+      BatchIOEvent ev{reinterpret_cast<void*>(i), BatchStatus::COMPLETE, 0};
+      if (shared->cancel) {
+        ev.status = BatchStatus::CANCELED;
+      } else {
+        try {
+          ev.ret = op_copy.opcode == BatchOpcode::READ
+                     ? fh->read(op_copy.devPtr_base,
+                                op_copy.size,
+                                static_cast<std::size_t>(op_copy.file_offset),
+                                static_cast<std::size_t>(op_copy.devPtr_offset))
+                     : fh->write(op_copy.devPtr_base,
+                                 op_copy.size,
+                                 static_cast<std::size_t>(op_copy.file_offset),
+                                 static_cast<std::size_t>(op_copy.devPtr_offset));
+        } catch (...) {
+          ev.status = BatchStatus::FAILED;
+        }
+      }
+      std::lock_guard lock(shared->mutex);
+      shared->finished.push_back(ev);
+      --shared->running;
+      shared->done_cv.notify_all();
+    });
+  }
+}
+
+std::vector<BatchIOEvent> BatchHandle::status(unsigned min_nr,
+                                              unsigned max_nr,
+                                              struct timespec* timeout)
+{
+  if (!impl_) { throw std::invalid_argument("status() on a closed BatchHandle"); }
+  std::vector<BatchIOEvent> out;
+  if (impl_->using_cufile) {
+    std::vector<CUfileIOEvents_t> events(static_cast<std::size_t>(impl_->max_num_events));
+    unsigned nr = std::min<unsigned>(max_nr, static_cast<unsigned>(impl_->max_num_events));
+    detail::cufile_check(detail::CufileAPI::instance().BatchIOGetStatus(
+                           impl_->cufile, min_nr, &nr, events.data(), timeout),
+                         "cuFileBatchIOGetStatus");
+    for (unsigned i = 0; i < nr; ++i) {
+      out.push_back({events[i].cookie, static_cast<BatchStatus>(events[i].status), events[i].ret});
+    }
+    return out;
+  }
+  auto& s = *impl_->shared;
+  std::unique_lock lock(s.mutex);
+  auto ready = [&] { return s.finished.size() >= min_nr || s.running == 0; };
+  if (timeout == nullptr) {
+    s.done_cv.wait(lock, ready);
+  } else {
+    auto d = std::chrono::seconds(timeout->tv_sec) + std::chrono::nanoseconds(timeout->tv_nsec);
+    s.done_cv.wait_for(lock, d, ready);
+  }
+  const std::size_t n = std::min<std::size_t>(max_nr, s.finished.size());
+  out.assign(s.finished.begin(), s.finished.begin() + static_cast<long>(n));
+  s.finished.erase(s.finished.begin(), s.finished.begin() + static_cast<long>(n));
+  return out;
+}
+
+void BatchHandle::cancel()
+{
+  if (!impl_) { throw std::invalid_argument("cancel() on a closed BatchHandle"); }
+  if (impl_->using_cufile) {
+    detail::cufile_check(detail::CufileAPI::instance().BatchIOCancel(impl_->cufile),
+                         "cuFileBatchIOCancel");
+    return;
+  }
+  impl_->shared->cancel = true;
+  impl_->wait_idle();
+}
+
+}  // namespace kvikio

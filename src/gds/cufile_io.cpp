@@ -1,0 +1,123 @@
+#include "gds/cufile_io.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include <kvikio/error.hpp>
+
+#include "core/open_file.hpp"
+#include "device/pointer.hpp"
+#include "shim/cuda_api.hpp"
+#include "shim/cufile_api.hpp"
+
+namespace kvikio::detail {
+namespace {
+
+std::string where(const OpenFile& file, std::size_t offset, std::size_t size)
+{
+  return "'" + file.path() + "' at offset " + std::to_string(offset) + " (" + std::to_string(size) +
+         " bytes)";
+}
+
+/// cuFileRead/Write return -1 with errno for OS errors, and -CUfileOpError for cuFile's own.
+[[noreturn]] void throw_io_error(ssize_t ret, const char* call, const std::string& what)
+{
+  if (ret == -1) { throw GenericSystemError(std::string(call) + " of " + what + " failed"); }
+  CUfileError_t st{static_cast<CUfileOpError>(-ret), CUDA_SUCCESS};
+  throw CUfileException(std::string(call) + " of " + what + " failed: " + cufile_error_text(st));
+}
+
+void sync_null_stream(bool sync)
+{
+  // cuFile is not ordered with the legacy default stream; libkvikio callers expect it to be.
+  if (sync) {
+    cuda_check(CudaAPI::instance().StreamSynchronize(nullptr), "cuStreamSynchronize(0)");
+  }
+}
+
+}  // namespace
+
+void* cufile_register_handle(int fd, std::string* why) noexcept
+{
+  auto& api = CufileAPI::instance();
+  if (!api.driver_open()) {
+    *why = api.reason();
+    return nullptr;
+  }
+  CUfileDescr_t desc{};
+  desc.type      = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+  desc.handle.fd = fd;
+  CUfileHandle_t handle{};
+  CUfileError_t st = api.HandleRegister(&handle, &desc);
+  if (st.err != CU_FILE_SUCCESS) {
+    *why = "cuFileHandleRegister failed: " + cufile_error_text(st);
+    return nullptr;
+  }
+  return handle;
+}
+
+void cufile_deregister_handle(void* handle) noexcept
+{
+  if (handle != nullptr) { CufileAPI::instance().HandleDeregister(handle); }
+}
+
+std::size_t cufile_read(const OpenFile& file,
+                        CUcontext ctx,
+                        const void* dev_base,
+                        std::size_t size,
+                        std::size_t file_offset,
+                        std::size_t dev_offset,
+                        bool sync_default_stream)
+{
+  auto& api = CufileAPI::instance();
+  ContextGuard guard(ctx);
+  sync_null_stream(sync_default_stream);
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = api.Read(file.cufile_handle(),
+                         const_cast<void*>(dev_base),
+                         size - done,
+                         static_cast<off_t>(file_offset + done),
+                         static_cast<off_t>(dev_offset + done));
+    if (n < 0) { throw_io_error(n, "cuFileRead", where(file, file_offset, size)); }
+    if (n == 0) {
+      throw EndOfFileError("read past the end of file " + where(file, file_offset, size) +
+                           ": the file is " + std::to_string(file.nbytes()) + " bytes long");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return size;
+}
+
+std::size_t cufile_write(const OpenFile& file,
+                         CUcontext ctx,
+                         const void* dev_base,
+                         std::size_t size,
+                         std::size_t file_offset,
+                         std::size_t dev_offset,
+                         bool sync_default_stream)
+{
+  auto& api = CufileAPI::instance();
+  ContextGuard guard(ctx);
+  sync_null_stream(sync_default_stream);
+  std::size_t done = 0;
+  while (done < size) {
+    ssize_t n = api.Write(file.cufile_handle(),
+                          dev_base,
+                          size - done,
+                          static_cast<off_t>(file_offset + done),
+                          static_cast<off_t>(dev_offset + done));
+    if (n < 0) { throw_io_error(n, "cuFileWrite", where(file, file_offset, size)); }
+    if (n == 0) {
+      throw GenericSystemError(EIO,
+                               "cuFileWrite of " + where(file, file_offset, size) +
+                                 " made no progress after " + std::to_string(done) + " bytes");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return size;
+}
+
+}  // namespace kvikio::detail

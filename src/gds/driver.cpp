@@ -1,0 +1,267 @@
+// The cuFile driver's properties and buffer registration.
+#include <kvikio/buffer.hpp>
+#include <kvikio/cufile/driver.hpp>
+#include <kvikio/defaults.hpp>
+#include <kvikio/error.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+
+#include "device/pointer.hpp"
+#include "shim/cufile_api.hpp"
+
+namespace kvikio {
+namespace {
+
+detail::CufileAPI& usable_cufile(const std::string& what)
+{
+  auto& api = detail::CufileAPI::instance();
+  if (!api.driver_open()) {
+    throw CUfileException(what + ": cuFile is not usable (" + api.reason() + ")");
+  }
+  return api;
+}
+
+bool flag(unsigned int flags, int bit) { return (flags & (1U << bit)) != 0; }
+
+}  // namespace
+
+DriverInitializer::DriverInitializer() { usable_cufile("opening the cuFile driver"); }
+DriverInitializer::~DriverInitializer() noexcept { detail::CufileAPI::instance().driver_close(); }
+
+void DriverProperties::lazy_init()
+{
+  if (initialized_) { return; }
+  auto& api = usable_cufile("reading cuFile driver properties");
+  CUfileDrvProps_t props{};
+  detail::cufile_check(api.DriverGetProperties(&props), "cuFileDriverGetProperties");
+  major_                  = props.nvfs.major_version;
+  minor_                  = props.nvfs.minor_version;
+  control_flags_          = props.nvfs.dcontrolflags;
+  poll_thresh_size_       = props.nvfs.poll_thresh_size;
+  max_device_cache_size_  = props.max_device_cache_size;
+  per_buffer_cache_size_  = props.per_buffer_cache_size;
+  max_pinned_memory_size_ = props.max_device_pinned_mem_size;
+  max_batch_io_size_      = props.max_batch_io_size;
+  initialized_            = true;
+}
+
+bool DriverProperties::is_gds_available()
+{
+  try {
+    lazy_init();
+  } catch (const CUfileException&) {
+    return false;
+  }
+  return !(major_ == 0 && minor_ == 0);
+}
+unsigned int DriverProperties::get_nvfs_major_version() { return lazy_init(), major_; }
+unsigned int DriverProperties::get_nvfs_minor_version() { return lazy_init(), minor_; }
+bool DriverProperties::get_nvfs_allow_compat_mode()
+{
+  lazy_init();
+  return flag(control_flags_, CU_FILE_ALLOW_COMPAT_MODE);
+}
+bool DriverProperties::get_nvfs_poll_mode()
+{
+  lazy_init();
+  return flag(control_flags_, CU_FILE_USE_POLL_MODE);
+}
+std::size_t DriverProperties::get_nvfs_poll_thresh_size() { return lazy_init(), poll_thresh_size_; }
+void DriverProperties::set_nvfs_poll_mode(bool enable)
+{
+  lazy_init();
+  detail::cufile_check(detail::CufileAPI::instance().DriverSetPollMode(enable, poll_thresh_size_),
+                       "cuFileDriverSetPollMode",
+                       std::string("(poll_mode = ") + (enable ? "true" : "false") + ")");
+  if (enable) {
+    control_flags_ |= 1U << CU_FILE_USE_POLL_MODE;
+  } else {
+    control_flags_ &= ~(1U << CU_FILE_USE_POLL_MODE);
+  }
+}
+void DriverProperties::set_nvfs_poll_thresh_size(std::size_t size_in_kb)
+{
+  lazy_init();
+  detail::cufile_check(
+    detail::CufileAPI::instance().DriverSetPollMode(get_nvfs_poll_mode(), size_in_kb),
+    "cuFileDriverSetPollMode",
+    "(poll_thresh_size = " + std::to_string(size_in_kb) + " KiB)");
+  poll_thresh_size_ = size_in_kb;
+}
+std::size_t DriverProperties::get_max_device_cache_size()
+{
+  return lazy_init(), max_device_cache_size_;
+}
+void DriverProperties::set_max_device_cache_size(std::size_t size_in_kb)
+{
+  lazy_init();
+  detail::cufile_check(detail::CufileAPI::instance().DriverSetMaxCacheSize(size_in_kb),
+                       "cuFileDriverSetMaxCacheSize",
+                       "(max_device_cache_size = " + std::to_string(size_in_kb) + " KiB)");
+  max_device_cache_size_ = size_in_kb;
+}
+std::size_t DriverProperties::get_per_buffer_cache_size()
+{
+  return lazy_init(), per_buffer_cache_size_;
+}
+std::size_t DriverProperties::get_max_pinned_memory_size()
+{
+  return lazy_init(), max_pinned_memory_size_;
+}
+void DriverProperties::set_max_pinned_memory_size(std::size_t size_in_kb)
+{
+  lazy_init();
+  detail::cufile_check(detail::CufileAPI::instance().DriverSetMaxPinnedMemSize(size_in_kb),
+                       "cuFileDriverSetMaxPinnedMemSize",
+                       "(max_pinned_memory_size = " + std::to_string(size_in_kb) + " KiB)");
+  max_pinned_memory_size_ = size_in_kb;
+}
+std::size_t DriverProperties::get_max_batch_io_size() { return lazy_init(), max_batch_io_size_; }
+
+DriverProperties get_driver_properties() { return DriverProperties{}; }
+
+namespace cufile_driver {
+namespace {
+
+const std::vector<std::string> read_only = {"is_gds_available",
+                                            "major_version",
+                                            "minor_version",
+                                            "allow_compat_mode",
+                                            "per_buffer_cache_size",
+                                            "max_batch_io_size"};
+const std::vector<std::string> settable  = {
+   "poll_mode", "poll_thresh_size", "max_device_cache_size", "max_pinned_memory_size"};
+
+std::mutex& props_mutex()
+{
+  static std::mutex m;
+  return m;
+}
+
+[[noreturn]] void unknown(const std::string& name)
+{
+  std::string known;
+  for (const auto& n : property_names()) {
+    known += (known.empty() ? "" : ", ") + n;
+  }
+  throw std::invalid_argument("unknown cuFile driver property '" + name + "': expected one of " +
+                              known);
+}
+
+}  // namespace
+
+std::vector<std::string> property_names()
+{
+  auto all = read_only;
+  all.insert(all.end(), settable.begin(), settable.end());
+  return all;
+}
+
+bool is_settable(const std::string& name)
+{
+  return std::find(settable.begin(), settable.end(), name) != settable.end();
+}
+
+Value get(const std::string& name)
+{
+  std::lock_guard lock(props_mutex());
+  DriverProperties p;  // fresh: reflects what other processes' settings left in the driver
+  if (name == "is_gds_available") { return p.is_gds_available(); }
+  if (name == "major_version") { return std::size_t{p.get_nvfs_major_version()}; }
+  if (name == "minor_version") { return std::size_t{p.get_nvfs_minor_version()}; }
+  if (name == "allow_compat_mode") { return p.get_nvfs_allow_compat_mode(); }
+  if (name == "per_buffer_cache_size") { return p.get_per_buffer_cache_size(); }
+  if (name == "max_batch_io_size") { return p.get_max_batch_io_size(); }
+  if (name == "poll_mode") { return p.get_nvfs_poll_mode(); }
+  if (name == "poll_thresh_size") { return p.get_nvfs_poll_thresh_size(); }
+  if (name == "max_device_cache_size") { return p.get_max_device_cache_size(); }
+  if (name == "max_pinned_memory_size") { return p.get_max_pinned_memory_size(); }
+  unknown(name);
+}
+
+void set(const std::string& name, const Value& value)
+{
+  const auto names = property_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) { unknown(name); }
+  if (!is_settable(name)) {
+    throw std::invalid_argument("cuFile driver property '" + name + "' is read-only");
+  }
+  std::lock_guard lock(props_mutex());
+  DriverProperties p;
+  if (name == "poll_mode") {
+    if (!std::holds_alternative<bool>(value)) {
+      throw std::invalid_argument("cuFile driver property 'poll_mode' takes a bool");
+    }
+    p.set_nvfs_poll_mode(std::get<bool>(value));
+    return;
+  }
+  if (!std::holds_alternative<std::size_t>(value)) {
+    throw std::invalid_argument("cuFile driver property '" + name + "' takes a size in KiB");
+  }
+  const auto n = std::get<std::size_t>(value);
+  if (name == "poll_thresh_size") { p.set_nvfs_poll_thresh_size(n); }
+  if (name == "max_device_cache_size") { p.set_max_device_cache_size(n); }
+  if (name == "max_pinned_memory_size") { p.set_max_pinned_memory_size(n); }
+}
+
+}  // namespace cufile_driver
+
+void buffer_register(const void* devPtr_base,
+                     std::size_t size,
+                     int flags,
+                     const std::vector<int>& errors_to_ignore)
+{
+  if (defaults::is_compat_mode_preferred()) { return; }
+  auto& api        = usable_cufile("registering a buffer");
+  CUfileError_t st = api.BufRegister(devPtr_base, size, flags);
+  const int code   = static_cast<int>(st.err);
+  const bool ignored =
+    std::find(errors_to_ignore.begin(), errors_to_ignore.end(), code) != errors_to_ignore.end();
+  if (!ignored) {
+    detail::cufile_check(st,
+                         "cuFileBufRegister",
+                         "for buffer at " +
+                           std::to_string(reinterpret_cast<std::uintptr_t>(devPtr_base)) + " (" +
+                           std::to_string(size) + " bytes)");
+  }
+}
+
+void buffer_deregister(const void* devPtr_base)
+{
+  if (defaults::is_compat_mode_preferred()) { return; }
+  auto& api = usable_cufile("deregistering a buffer");
+  detail::cufile_check(
+    api.BufDeregister(devPtr_base),
+    "cuFileBufDeregister",
+    "for buffer at " + std::to_string(reinterpret_cast<std::uintptr_t>(devPtr_base)));
+}
+
+void memory_register(const void* devPtr, int flags, const std::vector<int>& errors_to_ignore)
+{
+  auto info = detail::get_pointer_info(devPtr);
+  if (info.kind != detail::MemoryKind::DEVICE) {
+    throw std::invalid_argument("memory_register: pointer " +
+                                std::to_string(reinterpret_cast<std::uintptr_t>(devPtr)) +
+                                " is not device memory");
+  }
+  detail::ContextGuard guard(info.context);
+  buffer_register(
+    reinterpret_cast<const void*>(info.base), info.alloc_size, flags, errors_to_ignore);
+}
+
+void memory_deregister(const void* devPtr)
+{
+  auto info = detail::get_pointer_info(devPtr);
+  if (info.kind != detail::MemoryKind::DEVICE) {
+    throw std::invalid_argument("memory_deregister: pointer " +
+                                std::to_string(reinterpret_cast<std::uintptr_t>(devPtr)) +
+                                " is not device memory");
+  }
+  detail::ContextGuard guard(info.context);
+  buffer_deregister(reinterpret_cast<const void*>(info.base));
+}
+
+}  // namespace kvikio
