@@ -1,0 +1,559 @@
+// A stand-in for the CUDA driver library (libcuda.so.1), for running the device-memory code
+// paths on machines without a GPU. It exports the cu* functions kvikio uses, with host memory
+// behind them, and models what bugs would trip over on a real GPU:
+//  - device pointers live in a reserved PROT_NONE address range, so any CPU access of device
+//    memory faults, and copies must stay inside one allocation (else CUDA_ERROR_INVALID_VALUE);
+//  - async copies on a stream run only when the stream is synchronised, so reusing a staging
+//    buffer before its copy completed reads or writes the wrong bytes;
+//  - copies, allocations and stream creation need a current context, and a stream may only be
+//    used while its own context is current (CUDA_ERROR_INVALID_CONTEXT);
+//  - KVIKIO_STANDIN_DEVICES (default 2) devices, each with a primary context;
+//  - fault injection and counters through the kvikio_standin_* functions below.
+#include <cuda.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr std::uintptr_t device_span = std::uintptr_t{1} << 34;  // 16 GiB of addresses a device
+constexpr int max_devices            = 4;
+
+struct Context {
+  int device;
+  int refcount{0};
+};
+
+enum class Kind { DEVICE, MANAGED, PINNED };
+
+struct Alloc {
+  std::uintptr_t base;
+  std::size_t size;
+  Kind kind;
+  Context* ctx;
+  char* backing;  // where the bytes really are (== base for host-accessible kinds)
+};
+
+struct Stream {
+  Context* ctx;
+  std::mutex mutex;
+  std::vector<std::function<void()>> pending;
+};
+
+struct State {
+  std::mutex mutex;
+  int devices{2};
+  Context contexts[max_devices]{{0}, {1}, {2}, {3}};
+  char* reserved{nullptr};
+  std::uintptr_t next[max_devices]{};
+  std::map<std::uintptr_t, Alloc> allocs;
+  std::vector<Stream*> streams;
+  std::size_t pinned_bytes{0};
+  std::size_t peak_pinned_bytes{0};
+  std::size_t pageable_async_copies{0};
+  std::size_t async_copies{0};
+  bool initialised{false};
+  // fault injection: fail the nth next call of `fail_fn` with `fail_code`
+  std::string fail_fn;
+  int fail_countdown{0};
+  CUresult fail_code{CUDA_SUCCESS};
+
+  State()
+  {
+    if (const char* env = std::getenv("KVIKIO_STANDIN_DEVICES")) {
+      devices = std::max(0, std::min(max_devices, std::atoi(env)));
+    }
+    void* p  = ::mmap(nullptr,
+                     device_span * max_devices,
+                     PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1,
+                     0);
+    reserved = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+    for (int d = 0; d < max_devices; ++d) {
+      next[d] = reinterpret_cast<std::uintptr_t>(reserved) + device_span * d;
+    }
+  }
+};
+
+State& st()
+{
+  static auto* s = new State();
+  return *s;
+}
+
+thread_local std::vector<CUcontext> ctx_stack;
+
+Context* current()
+{
+  return ctx_stack.empty() ? nullptr : reinterpret_cast<Context*>(ctx_stack.back());
+}
+
+bool injected(const char* fn, CUresult* out)
+{
+  auto& s = st();
+  std::lock_guard lock(s.mutex);
+  if (s.fail_countdown > 0 && s.fail_fn == fn && --s.fail_countdown == 0) {
+    *out = s.fail_code;
+    return true;
+  }
+  return false;
+}
+
+#define STANDIN_INJECT(name)                                          \
+  do {                                                                \
+    CUresult injected_result{};                                       \
+    if (injected(name, &injected_result)) { return injected_result; } \
+  } while (0)
+
+/// The allocation holding [p, p + n), or null. Caller holds the mutex.
+const Alloc* find(std::uintptr_t p, std::size_t n)
+{
+  auto& s = st();
+  auto it = s.allocs.upper_bound(p);
+  if (it == s.allocs.begin()) { return nullptr; }
+  --it;
+  const Alloc& a = it->second;
+  if (p < a.base || p - a.base > a.size || n > a.size - (p - a.base)) { return nullptr; }
+  if (n == 0 && p == a.base + a.size && a.size != 0) { return nullptr; }
+  return &a;
+}
+
+/// Host address backing device range [d, d + n), or null when it is not one allocation.
+char* device_bytes(CUdeviceptr d, std::size_t n)
+{
+  auto& s = st();
+  std::lock_guard lock(s.mutex);
+  const Alloc* a = find(static_cast<std::uintptr_t>(d), n);
+  if (a == nullptr) { return nullptr; }
+  return a->backing + (static_cast<std::uintptr_t>(d) - a->base);
+}
+
+bool is_pinned(const void* p, std::size_t n)
+{
+  auto& s = st();
+  std::lock_guard lock(s.mutex);
+  const Alloc* a = find(reinterpret_cast<std::uintptr_t>(p), n);
+  return a != nullptr && a->kind != Kind::DEVICE;
+}
+
+void flush(Stream* stream)
+{
+  std::vector<std::function<void()>> work;
+  {
+    std::lock_guard lock(stream->mutex);
+    work.swap(stream->pending);
+  }
+  for (auto& w : work) {
+    w();
+  }
+}
+
+CUresult enqueue_copy(CUstream hstream, std::function<void()> copy, bool pinned)
+{
+  auto* ctx = current();
+  if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  auto& s = st();
+  {
+    std::lock_guard lock(s.mutex);
+    ++s.async_copies;
+    if (!pinned) { ++s.pageable_async_copies; }
+  }
+  if (hstream == nullptr || !pinned) {
+    // The null stream, and pageable memory, copy synchronously (as the real driver stages
+    // pageable memory before returning).
+    copy();
+    return CUDA_SUCCESS;
+  }
+  auto* stream = reinterpret_cast<Stream*>(hstream);
+  if (stream->ctx != ctx) { return CUDA_ERROR_INVALID_CONTEXT; }
+  std::lock_guard lock(stream->mutex);
+  stream->pending.push_back(std::move(copy));
+  return CUDA_SUCCESS;
+}
+
+CUresult alloc(CUdeviceptr* dptr, std::size_t n, Kind kind)
+{
+  auto* ctx = current();
+  if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  if (dptr == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
+  auto& s = st();
+  std::lock_guard lock(s.mutex);
+  Alloc a{};
+  a.size = n;
+  a.kind = kind;
+  a.ctx  = ctx;
+  if (kind == Kind::DEVICE) {
+    a.backing = static_cast<char*>(std::malloc(n == 0 ? 1 : n));
+    if (a.backing == nullptr) { return CUDA_ERROR_OUT_OF_MEMORY; }
+    // 512-byte aligned, with a gap so that neighbouring allocations never touch.
+    a.base = s.next[ctx->device];
+    s.next[ctx->device] += (n + 4096 + 511) / 512 * 512;
+  } else {
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, n == 0 ? 1 : n) != 0) { return CUDA_ERROR_OUT_OF_MEMORY; }
+    a.backing = static_cast<char*>(p);
+    a.base    = reinterpret_cast<std::uintptr_t>(p);
+  }
+  s.allocs.emplace(a.base, a);
+  *dptr = static_cast<CUdeviceptr>(a.base);
+  return CUDA_SUCCESS;
+}
+
+CUresult release(std::uintptr_t p, bool host)
+{
+  auto& s = st();
+  std::lock_guard lock(s.mutex);
+  auto it = s.allocs.find(p);
+  if (it == s.allocs.end() || ((it->second.kind == Kind::PINNED) != host)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (it->second.kind == Kind::PINNED) { s.pinned_bytes -= it->second.size; }
+  std::free(it->second.backing);
+  s.allocs.erase(it);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- test controls (not part of the CUDA API) ----
+__attribute__((visibility("default"))) std::size_t kvikio_standin_pinned_bytes()
+{
+  std::lock_guard lock(st().mutex);
+  return st().pinned_bytes;
+}
+__attribute__((visibility("default"))) std::size_t kvikio_standin_peak_pinned_bytes()
+{
+  std::lock_guard lock(st().mutex);
+  return st().peak_pinned_bytes;
+}
+__attribute__((visibility("default"))) void kvikio_standin_reset_peak()
+{
+  std::lock_guard lock(st().mutex);
+  st().peak_pinned_bytes = st().pinned_bytes;
+}
+__attribute__((visibility("default"))) std::size_t kvikio_standin_pageable_async_copies()
+{
+  std::lock_guard lock(st().mutex);
+  return st().pageable_async_copies;
+}
+__attribute__((visibility("default"))) std::size_t kvikio_standin_async_copies()
+{
+  std::lock_guard lock(st().mutex);
+  return st().async_copies;
+}
+/// The `nth` next call of the function named `fn` (e.g. "cuMemcpyHtoDAsync") returns `code`.
+__attribute__((visibility("default"))) void kvikio_standin_fail(const char* fn, int nth, int code)
+{
+  std::lock_guard lock(st().mutex);
+  st().fail_fn        = fn;
+  st().fail_countdown = nth;
+  st().fail_code      = static_cast<CUresult>(code);
+}
+
+// ---- the driver API ----
+CUresult cuInit(unsigned int)
+{
+  if (const char* env = std::getenv("KVIKIO_STANDIN_INIT_ERROR")) {
+    return static_cast<CUresult>(std::atoi(env));
+  }
+  if (st().reserved == nullptr) { return CUDA_ERROR_OUT_OF_MEMORY; }
+  st().initialised = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int* v)
+{
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int* n)
+{
+  *n = st().devices;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice* dev, int ordinal)
+{
+  if (ordinal < 0 || ordinal >= st().devices) { return CUDA_ERROR_INVALID_DEVICE; }
+  *dev = ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev)
+{
+  if (dev < 0 || dev >= st().devices) { return CUDA_ERROR_INVALID_DEVICE; }
+  std::lock_guard lock(st().mutex);
+  ++st().contexts[dev].refcount;
+  *ctx = reinterpret_cast<CUcontext>(&st().contexts[dev]);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+  if (dev < 0 || dev >= st().devices) { return CUDA_ERROR_INVALID_DEVICE; }
+  std::lock_guard lock(st().mutex);
+  --st().contexts[dev].refcount;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext* ctx)
+{
+  *ctx = ctx_stack.empty() ? nullptr : ctx_stack.back();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+  if (ctx_stack.empty()) {
+    if (ctx != nullptr) { ctx_stack.push_back(ctx); }
+  } else if (ctx == nullptr) {
+    ctx_stack.pop_back();
+  } else {
+    ctx_stack.back() = ctx;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+  STANDIN_INJECT("cuCtxPushCurrent");
+  if (ctx == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
+  ctx_stack.push_back(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext* ctx)
+{
+  if (ctx_stack.empty()) { return CUDA_ERROR_INVALID_CONTEXT; }
+  if (ctx != nullptr) { *ctx = ctx_stack.back(); }
+  ctx_stack.pop_back();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice* dev)
+{
+  auto* c = current();
+  if (c == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  *dev = c->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr)
+{
+  auto& s = st();
+  std::lock_guard lock(s.mutex);
+  const Alloc* a = find(static_cast<std::uintptr_t>(ptr), 0);
+  if (a == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
+  switch (attr) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned int*>(data) =
+        a->kind == Kind::PINNED ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      *static_cast<CUcontext*>(data) = reinterpret_cast<CUcontext>(a->ctx);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+      *static_cast<unsigned int*>(data) = a->kind == Kind::MANAGED ? 1 : 0;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = a->ctx->device;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, std::size_t* size, CUdeviceptr ptr)
+{
+  auto& s = st();
+  std::lock_guard lock(s.mutex);
+  const Alloc* a = find(static_cast<std::uintptr_t>(ptr), 0);
+  if (a == nullptr || a->kind == Kind::PINNED) { return CUDA_ERROR_NOT_FOUND; }
+  if (base != nullptr) { *base = static_cast<CUdeviceptr>(a->base); }
+  if (size != nullptr) { *size = a->size; }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr* dptr, std::size_t n)
+{
+  STANDIN_INJECT("cuMemAlloc");
+  return alloc(dptr, n, Kind::DEVICE);
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr* dptr, std::size_t n, unsigned int)
+{
+  return alloc(dptr, n, Kind::MANAGED);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr p) { return release(static_cast<std::uintptr_t>(p), false); }
+
+CUresult cuMemHostAlloc(void** pp, std::size_t n, unsigned int)
+{
+  STANDIN_INJECT("cuMemHostAlloc");
+  CUdeviceptr p = 0;
+  CUresult r    = alloc(&p, n, Kind::PINNED);
+  if (r != CUDA_SUCCESS) { return r; }
+  *pp     = reinterpret_cast<void*>(static_cast<std::uintptr_t>(p));
+  auto& s = st();
+  std::lock_guard lock(s.mutex);
+  s.pinned_bytes += n;
+  s.peak_pinned_bytes = std::max(s.peak_pinned_bytes, s.pinned_bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeHost(void* p) { return release(reinterpret_cast<std::uintptr_t>(p), true); }
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t n)
+{
+  if (current() == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  char* d = device_bytes(dst, n);
+  if (d == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
+  std::memcpy(d, src, n);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, std::size_t n)
+{
+  if (current() == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  char* s = device_bytes(src, n);
+  if (s == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
+  std::memcpy(dst, s, n);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, std::size_t n, CUstream stream)
+{
+  STANDIN_INJECT("cuMemcpyHtoDAsync");
+  char* d = device_bytes(dst, n);
+  if (d == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
+  return enqueue_copy(
+    stream, [d, src, n] { std::memcpy(d, src, n); }, is_pinned(src, n));
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, std::size_t n, CUstream stream)
+{
+  STANDIN_INJECT("cuMemcpyDtoHAsync");
+  char* s = device_bytes(src, n);
+  if (s == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
+  return enqueue_copy(
+    stream, [dst, s, n] { std::memcpy(dst, s, n); }, is_pinned(dst, n));
+}
+
+CUresult cuStreamCreate(CUstream* stream, unsigned int)
+{
+  auto* ctx = current();
+  if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  auto* s = new Stream{};
+  s->ctx  = ctx;
+  std::lock_guard lock(st().mutex);
+  st().streams.push_back(s);
+  *stream = reinterpret_cast<CUstream>(s);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(CUstream stream)
+{
+  if (stream == nullptr) { return CUDA_ERROR_INVALID_HANDLE; }
+  auto* s = reinterpret_cast<Stream*>(stream);
+  flush(s);
+  std::lock_guard lock(st().mutex);
+  auto& all = st().streams;
+  for (auto it = all.begin(); it != all.end(); ++it) {
+    if (*it == s) {
+      all.erase(it);
+      delete s;
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuStreamSynchronize(CUstream stream)
+{
+  STANDIN_INJECT("cuStreamSynchronize");
+  if (stream != nullptr) {
+    flush(reinterpret_cast<Stream*>(stream));
+    return CUDA_SUCCESS;
+  }
+  // The legacy default stream waits for every stream of the current context.
+  auto* ctx = current();
+  if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  std::vector<Stream*> mine;
+  {
+    std::lock_guard lock(st().mutex);
+    for (auto* s : st().streams) {
+      if (s->ctx == ctx) { mine.push_back(s); }
+    }
+  }
+  for (auto* s : mine) {
+    flush(s);
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void* data)
+{
+  if (stream == nullptr) {
+    fn(data);
+    return CUDA_SUCCESS;
+  }
+  auto* s = reinterpret_cast<Stream*>(stream);
+  std::lock_guard lock(s->mutex);
+  s->pending.push_back([fn, data] { fn(data); });
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult r, const char** name)
+{
+  switch (r) {
+    case CUDA_SUCCESS:
+      *name = "CUDA_SUCCESS";
+      break;
+    case CUDA_ERROR_INVALID_VALUE:
+      *name = "CUDA_ERROR_INVALID_VALUE";
+      break;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      *name = "CUDA_ERROR_OUT_OF_MEMORY";
+      break;
+    case CUDA_ERROR_NOT_INITIALIZED:
+      *name = "CUDA_ERROR_NOT_INITIALIZED";
+      break;
+    case CUDA_ERROR_NO_DEVICE:
+      *name = "CUDA_ERROR_NO_DEVICE";
+      break;
+    case CUDA_ERROR_INVALID_DEVICE:
+      *name = "CUDA_ERROR_INVALID_DEVICE";
+      break;
+    case CUDA_ERROR_INVALID_CONTEXT:
+      *name = "CUDA_ERROR_INVALID_CONTEXT";
+      break;
+    case CUDA_ERROR_INVALID_HANDLE:
+      *name = "CUDA_ERROR_INVALID_HANDLE";
+      break;
+    case CUDA_ERROR_NOT_FOUND:
+      *name = "CUDA_ERROR_NOT_FOUND";
+      break;
+    case CUDA_ERROR_LAUNCH_FAILED:
+      *name = "CUDA_ERROR_LAUNCH_FAILED";
+      break;
+    default:
+      *name = nullptr;
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,549 @@
+// Device memory through FileHandle and MmapHandle: the POSIX bounce-buffer pipeline and the
+// cuFile backend, round trips at odd sizes and offsets, contexts, bounds and error paths.
+#include <gtest/gtest.h>
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <thread>
+#include <tuple>
+
+#include <kvikio/batch.hpp>
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/buffer.hpp>
+#include <kvikio/cufile/driver.hpp>
+#include <kvikio/device_memory.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/file_handle.hpp>
+#include <kvikio/mmap.hpp>
+#include <kvikio/shim.hpp>
+
+#include "device_test_utils.hpp"
+#include "test_utils.hpp"
+
+using kvikio::CompatMode;
+using kvikio::DeviceBuffer;
+using kvikio::FileHandle;
+using kvikio::test::random_bytes;
+using kvikio::test::read_file;
+using kvikio::test::TempDir;
+using kvikio::test::to_host;
+using kvikio::test::write_file;
+
+namespace {
+
+constexpr std::size_t KiB         = 1024;
+constexpr std::size_t MiB         = 1024 * KiB;
+constexpr std::size_t guard_bytes = 4096;  // checked untouched on both sides of the IO range
+
+enum class Op { READ_WRITE, PREAD_1, PREAD_16, ASYNC };
+std::string op_name(Op op)
+{
+  switch (op) {
+    case Op::READ_WRITE:
+      return "raw";
+    case Op::PREAD_1:
+      return "p1";
+    case Op::PREAD_16:
+      return "p16";
+    case Op::ASYNC:
+      return "async";
+  }
+  return "?";
+}
+
+// size, file offset, offset of the IO range inside a larger allocation, op, compat mode
+using Param = std::tuple<std::size_t, std::size_t, std::size_t, Op, CompatMode>;
+
+class DeviceRoundTrip : public ::testing::TestWithParam<Param> {
+ protected:
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+};
+
+/// Writes `n` bytes from `dev + off` at `file_offset`, the way `op` does.
+std::size_t do_write(
+  FileHandle& f, DeviceBuffer& dev, std::size_t off, std::size_t n, std::size_t file_offset, Op op)
+{
+  auto* base = static_cast<char*>(dev.data());
+  switch (op) {
+    case Op::READ_WRITE:
+      return f.write(base, n, file_offset, off);
+    case Op::PREAD_1:
+    case Op::PREAD_16:
+      return f.pwrite(base + off, n, file_offset, 1 * MiB).get();
+    case Op::ASYNC: {
+      auto fut =
+        f.write_async(base, n, static_cast<off_t>(file_offset), static_cast<off_t>(off), nullptr);
+      return fut.check_bytes_done();
+    }
+  }
+  return 0;
+}
+
+std::size_t do_read(
+  FileHandle& f, DeviceBuffer& dev, std::size_t off, std::size_t n, std::size_t file_offset, Op op)
+{
+  auto* base = static_cast<char*>(dev.data());
+  switch (op) {
+    case Op::READ_WRITE:
+      return f.read(base, n, file_offset, off);
+    case Op::PREAD_1:
+    case Op::PREAD_16:
+      return f.pread(base + off, n, file_offset, 1 * MiB).get();
+    case Op::ASYNC: {
+      auto fut =
+        f.read_async(base, n, static_cast<off_t>(file_offset), static_cast<off_t>(off), nullptr);
+      return fut.check_bytes_done();
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string param_name(const ::testing::TestParamInfo<Param>& p)
+{
+  const auto& [size, fo, bo, op, mode] = p.param;
+  return "s" + std::to_string(size) + "_fo" + std::to_string(fo) + "_bo" + std::to_string(bo) +
+         "_" + op_name(op) + (mode == CompatMode::ON ? "_posix" : "_cufile");
+}
+
+TEST_P(DeviceRoundTrip, WriteThenReadIsByteExactAndStaysInRange)
+{
+  KVIKIO_REQUIRE_DEVICE();
+  auto [size, file_offset, buf_offset, op, mode] = GetParam();
+  if (mode == CompatMode::OFF && !kvikio::is_cufile_available()) {
+    GTEST_SKIP() << "cuFile path not usable here: " << kvikio::library_status().back().reason;
+  }
+  kvikio::defaults::set_num_threads(op == Op::PREAD_16 ? 16 : 1);
+  // Small bounce buffers so that every size above a few pages runs through several chunks.
+  kvikio::defaults::set_bounce_buffer_size(256 * KiB);
+  const auto path = dir.file("device.bin");
+  const auto data = random_bytes(size, size * 31 + file_offset + buf_offset);
+
+  // Source: the IO range inside a larger allocation, with random bytes around it.
+  const std::size_t alloc = buf_offset + size + guard_bytes;
+  DeviceBuffer src(alloc);
+  auto around = random_bytes(alloc, 7);
+  std::copy(data.begin(), data.end(), around.begin() + static_cast<long>(buf_offset));
+  src.copy_from_host(around.data(), alloc);
+  {
+    FileHandle f(path, "w", FileHandle::m644, mode);
+    EXPECT_EQ(f.compat_mode(), mode);
+    EXPECT_EQ(do_write(f, src, buf_offset, size, file_offset, op), size);
+  }
+  auto on_disk = read_file(path);
+  ASSERT_EQ(on_disk.size(), size == 0 ? 0 : file_offset + size);
+  EXPECT_TRUE(
+    std::equal(data.begin(), data.end(), on_disk.begin() + static_cast<long>(file_offset)));
+
+  // Destination: a different random fill, so that untouched bytes are recognisable.
+  DeviceBuffer dst(alloc);
+  const auto fill = random_bytes(alloc, 99);
+  dst.copy_from_host(fill.data(), alloc);
+  FileHandle f(path, "r", FileHandle::m644, mode);
+  EXPECT_EQ(do_read(f, dst, buf_offset, size, file_offset, op), size);
+  auto got = to_host(dst, alloc);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), got.begin() + static_cast<long>(buf_offset)))
+    << "data differs";
+  EXPECT_TRUE(std::equal(got.begin(), got.begin() + static_cast<long>(buf_offset), fill.begin()))
+    << "bytes before the range were written";
+  EXPECT_TRUE(std::equal(got.begin() + static_cast<long>(buf_offset + size),
+                         got.end(),
+                         fill.begin() + static_cast<long>(buf_offset + size)))
+    << "bytes after the range were written";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+  Sizes,
+  DeviceRoundTrip,
+  ::testing::Combine(::testing::Values(0, 1, 4095, 4096, 4097, 1 * MiB + 3, 64 * MiB),
+                     ::testing::Values(0, 4096 + 13),   // aligned / unaligned file offset
+                     ::testing::Values(0, 4096 + 517),  // IO range inside a larger allocation
+                     ::testing::Values(Op::READ_WRITE, Op::PREAD_1, Op::PREAD_16, Op::ASYNC),
+                     ::testing::Values(CompatMode::ON, CompatMode::OFF)),
+  param_name);
+
+class DeviceIO : public ::testing::Test {
+ protected:
+  void SetUp() override { KVIKIO_REQUIRE_DEVICE(); }
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+
+  std::string make_file(std::size_t n, std::uint64_t seed = 1)
+  {
+    auto path = dir.file("in.bin");
+    write_file(path, random_bytes(n, seed));
+    return path;
+  }
+};
+
+TEST_F(DeviceIO, PointerKindsAreDetected)
+{
+  DeviceBuffer dev(1000);
+  std::vector<char> host(10);
+  EXPECT_TRUE(kvikio::is_device_memory(dev.data()));
+  EXPECT_TRUE(kvikio::is_device_memory(static_cast<char*>(dev.data()) + 999));
+  EXPECT_FALSE(kvikio::is_device_memory(host.data()));
+  kvikio::PinnedBuffer pinned(100);
+  EXPECT_FALSE(kvikio::is_device_memory(pinned.data()));
+}
+
+TEST_F(DeviceIO, ReadBeyondTheAllocationIsRejectedBeforeAnyByteMoves)
+{
+  auto path = make_file(8192);
+  DeviceBuffer dev(1000);
+  const auto fill = random_bytes(1000, 5);
+  dev.copy_from_host(fill.data(), 1000);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  KVIKIO_EXPECT_THROW_WITH(
+    f.read(dev.data(), 2000, 0, 0), std::out_of_range, "exceeds its allocation");
+  KVIKIO_EXPECT_THROW_WITH(f.read(dev.data(), 100, 0, 950), std::out_of_range, "1000 bytes");
+  KVIKIO_EXPECT_THROW_WITH(f.pread(dev.data(), 1001, 0).get(), std::out_of_range, path);
+  KVIKIO_EXPECT_THROW_WITH(f.pread(static_cast<char*>(dev.data()) + 10, 991, 0).get(),
+                           std::out_of_range,
+                           "offset 10 into it");
+  EXPECT_EQ(to_host(dev, 1000), fill);
+}
+
+TEST_F(DeviceIO, WriteBeyondTheAllocationIsRejectedAndWritesNothing)
+{
+  auto path = dir.file("out.bin");
+  DeviceBuffer dev(4096);
+  FileHandle f(path, "w", FileHandle::m644, CompatMode::ON);
+  KVIKIO_EXPECT_THROW_WITH(f.write(dev.data(), 4097, 0, 0), std::out_of_range, "4096 bytes");
+  KVIKIO_EXPECT_THROW_WITH(f.pwrite(dev.data(), 8192, 0).get(), std::out_of_range, path);
+  EXPECT_EQ(f.nbytes(), 0U);
+}
+
+TEST_F(DeviceIO, ReadPastEndOfFileIntoDeviceRaisesEndOfFile)
+{
+  auto path = make_file(5000);
+  DeviceBuffer dev(8192);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  KVIKIO_EXPECT_THROW_WITH(f.read(dev.data(), 8192, 0, 0), kvikio::EndOfFileError, path);
+  KVIKIO_EXPECT_THROW_WITH(f.pread(dev.data(), 4000, 4000).get(), kvikio::EndOfFileError, "5000");
+}
+
+TEST_F(DeviceIO, CompatOffWithoutCufileRaisesNamingTheFile)
+{
+  if (kvikio::is_cufile_available()) { GTEST_SKIP() << "cuFile is usable here"; }
+  auto path = make_file(10);
+  KVIKIO_EXPECT_THROW_WITH(
+    FileHandle(path, "r", FileHandle::m644, CompatMode::OFF), kvikio::CUfileException, path);
+  // AUTO falls back to POSIX instead.
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::AUTO);
+  EXPECT_EQ(f.compat_mode(), CompatMode::ON);
+}
+
+TEST_F(DeviceIO, AsyncWithHostMemoryIsRejected)
+{
+  auto path = make_file(100);
+  std::vector<char> host(100);
+  FileHandle f(path, "r+");
+  KVIKIO_EXPECT_THROW_WITH(
+    (void)f.read_async(host.data(), 100), std::invalid_argument, "needs device memory");
+  KVIKIO_EXPECT_THROW_WITH((void)f.write_async(host.data(), 100), std::invalid_argument, path);
+  EXPECT_EQ(read_file(path), random_bytes(100, 1));
+}
+
+TEST_F(DeviceIO, AsyncOnClosedFileIsRejected)
+{
+  auto path = make_file(100);
+  DeviceBuffer dev(100);
+  FileHandle f(path, "r+");
+  f.close();
+  KVIKIO_EXPECT_THROW_WITH((void)f.read_async(dev.data(), 100), std::invalid_argument, "closed");
+  KVIKIO_EXPECT_THROW_WITH((void)f.write_async(dev.data(), 100), std::invalid_argument, path);
+  std::size_t size = 100;
+  off_t fo = 0, bo = 0;
+  ssize_t done = 0;
+  KVIKIO_EXPECT_THROW_WITH(
+    f.read_async(dev.data(), &size, &fo, &bo, &done, nullptr), std::invalid_argument, "closed");
+}
+
+TEST_F(DeviceIO, AsyncRejectsNegativeOffsets)
+{
+  auto path = make_file(100);
+  DeviceBuffer dev(100);
+  FileHandle f(path, "r");
+  KVIKIO_EXPECT_THROW_WITH((void)f.read_async(dev.data(), 10, -1), std::invalid_argument, "-1");
+}
+
+TEST_F(DeviceIO, BufferInAnotherDeviceContextIsReadOnPoolThreads)
+{
+  if (kvikio::device_count() < 2) { GTEST_SKIP() << "needs 2 devices"; }
+  kvikio::defaults::set_num_threads(4);
+  kvikio::defaults::set_bounce_buffer_size(64 * KiB);
+  const std::size_t n = 3 * MiB + 77;
+  auto path           = make_file(n, 3);
+  DeviceBuffer dev(n, 1);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  EXPECT_EQ(f.pread(dev.data(), n, 0, 256 * KiB).get(), n);
+  EXPECT_EQ(to_host(dev, n), random_bytes(n, 3));
+  // The caller's thread holds device 0's buffer while reading device 1's: both work.
+  DeviceBuffer dev0(n, 0);
+  EXPECT_EQ(f.read(dev0.data(), n, 0, 0), n);
+  EXPECT_EQ(to_host(dev0, n), random_bytes(n, 3));
+}
+
+TEST_F(DeviceIO, PinnedMemoryIsPooledAndBounded)
+{
+  const unsigned threads = 4;
+  kvikio::defaults::set_num_threads(threads);
+  kvikio::defaults::set_bounce_buffer_size(1 * MiB);
+  kvikio::bounce_buffer_free();
+  auto reset_peak = kvikio::test::standin_fn<void (*)()>("kvikio_standin_reset_peak");
+  auto peak       = kvikio::test::standin_fn<std::size_t (*)()>("kvikio_standin_peak_pinned_bytes");
+  auto pageable =
+    kvikio::test::standin_fn<std::size_t (*)()>("kvikio_standin_pageable_async_copies");
+  if (reset_peak != nullptr) { reset_peak(); }
+  const std::size_t pageable_before = pageable != nullptr ? pageable() : 0;
+  const std::size_t n               = 40 * MiB + 5;
+  auto path                         = make_file(n, 4);
+  DeviceBuffer dev(n);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(f.pread(dev.data(), n, 0, 1 * MiB).get(), n);
+  }
+  EXPECT_EQ(to_host(dev, n), random_bytes(n, 4));
+  const auto stats = kvikio::bounce_buffer_stats();
+  EXPECT_LE(stats.pinned_bytes, threads * 1 * MiB);
+  EXPECT_GT(stats.pinned_bytes, 0U);
+  if (peak != nullptr) {
+    EXPECT_LE(peak(), threads * 1 * MiB) << "pinned memory above num_threads x bounce_buffer_size";
+    EXPECT_EQ(pageable(), pageable_before) << "an async copy used pageable memory";
+  }
+  EXPECT_EQ(kvikio::bounce_buffer_free(), stats.pinned_bytes);
+  EXPECT_EQ(kvikio::bounce_buffer_stats().pinned_bytes, 0U);
+  EXPECT_EQ(kvikio::bounce_buffer_free(), 0U);
+}
+
+TEST_F(DeviceIO, DirectIoReadAndWriteThroughBounceBuffers)
+{
+  kvikio::defaults::set_auto_direct_io_read(true);
+  kvikio::defaults::set_auto_direct_io_write(true);
+  kvikio::defaults::set_bounce_buffer_size(128 * KiB);
+  const std::size_t n = 2 * MiB + 4097;
+  const auto data     = random_bytes(n, 8);
+  DeviceBuffer dev(n);
+  dev.copy_from_host(data.data(), n);
+  auto path = dir.file("direct.bin");
+  {
+    FileHandle f(path, "w", FileHandle::m644, CompatMode::ON);
+    EXPECT_EQ(f.pwrite(dev.data(), n, 4096 * 3, 512 * KiB).get(), n);
+  }
+  DeviceBuffer back(n);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  EXPECT_EQ(f.pread(back.data(), n, 4096 * 3, 512 * KiB).get(), n);
+  EXPECT_EQ(to_host(back, n), data);
+}
+
+TEST_F(DeviceIO, FailedCopyRaisesNamingTheFileAndLeavesThePoolUsable)
+{
+  auto fail = kvikio::test::standin_fn<void (*)(const char*, int, int)>("kvikio_standin_fail");
+  if (fail == nullptr) { GTEST_SKIP() << "fault injection needs the stand-in driver"; }
+  kvikio::defaults::set_bounce_buffer_size(64 * KiB);
+  const std::size_t n = 1 * MiB;
+  auto path           = make_file(n, 9);
+  DeviceBuffer dev(n);
+  FileHandle f(path, "r+", FileHandle::m644, CompatMode::ON);
+  fail("cuMemcpyHtoDAsync", 3, CUDA_ERROR_LAUNCH_FAILED);
+  KVIKIO_EXPECT_THROW_WITH(
+    f.read(dev.data(), n, 0, 0), kvikio::CUfileDriverException, "CUDA_ERROR_LAUNCH_FAILED");
+  fail("cuMemcpyDtoHAsync", 2, CUDA_ERROR_LAUNCH_FAILED);
+  KVIKIO_EXPECT_THROW_WITH(f.write(dev.data(), n, 0, 0), kvikio::CUfileDriverException, path);
+  fail("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY);
+  kvikio::bounce_buffer_free();
+  KVIKIO_EXPECT_THROW_WITH(
+    f.pread(dev.data(), n, 0).get(), kvikio::CUfileDriverException, "CUDA_ERROR_OUT_OF_MEMORY");
+  // Everything works again afterwards.
+  EXPECT_EQ(f.pread(dev.data(), n, 0, 256 * KiB).get(), n);
+  EXPECT_EQ(to_host(dev, n), random_bytes(n, 9));
+}
+
+TEST_F(DeviceIO, ManagedAndPinnedMemoryTakeTheHostPath)
+{
+  const std::size_t n = 100 * KiB + 1;
+  auto path           = make_file(n, 10);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  DeviceBuffer managed(n, 0, true);
+  EXPECT_FALSE(kvikio::is_device_memory(managed.data()));
+  EXPECT_EQ(f.pread(managed.data(), n, 0, 8 * KiB).get(), n);
+  EXPECT_EQ(to_host(managed, n), random_bytes(n, 10));
+  kvikio::PinnedBuffer pinned(n);
+  EXPECT_EQ(f.read(pinned.data(), n, 0, 0), n);
+  auto expected = random_bytes(n, 10);
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), static_cast<char*>(pinned.data())));
+}
+
+TEST_F(DeviceIO, SmallDeviceRequestsBelowGdsThresholdCompleteSynchronously)
+{
+  auto path = make_file(1000, 11);
+  DeviceBuffer dev(1000);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  auto fut = f.pread(dev.data(), 1000, 0, 4096, 16 * KiB);
+  EXPECT_EQ(fut.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  EXPECT_EQ(fut.get(), 1000U);
+  EXPECT_EQ(to_host(dev, 1000), random_bytes(1000, 11));
+}
+
+TEST_F(DeviceIO, BounceBufferSizeChangesTakeEffect)
+{
+  const std::size_t n = 3 * MiB + 11;
+  auto path           = make_file(n, 12);
+  DeviceBuffer dev(n);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  for (std::size_t bbs : {std::size_t{4096}, 64 * KiB, 5 * MiB + 1}) {
+    kvikio::defaults::set_bounce_buffer_size(bbs);
+    EXPECT_EQ(f.read(dev.data(), n, 0, 0), n) << bbs;
+    EXPECT_EQ(to_host(dev, n), random_bytes(n, 12)) << bbs;
+  }
+}
+
+TEST_F(DeviceIO, MmapIntoDeviceMemoryChunksThroughTheBounceBuffer)
+{
+  kvikio::defaults::set_bounce_buffer_size(64 * KiB);
+  kvikio::defaults::set_num_threads(3);
+  const std::size_t n = 3 * MiB + 5;
+  auto path           = make_file(n, 13);
+  const auto data     = random_bytes(n, 13);
+  kvikio::MmapHandle m(path, "r");
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{4097}, n - 7}) {
+    DeviceBuffer dev(size + 1);
+    EXPECT_EQ(m.read(dev.data(), size, 7), size);
+    auto got = to_host(dev, size);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin() + 7)) << size;
+    DeviceBuffer dev2(size + 1);
+    EXPECT_EQ(m.pread(dev2.data(), size, 7, 256 * KiB).get(), size);
+    got = to_host(dev2, size);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin() + 7)) << size;
+  }
+  DeviceBuffer small(10);
+  KVIKIO_EXPECT_THROW_WITH(
+    m.read(small.data(), 11, 0), std::out_of_range, "exceeds its allocation");
+}
+
+TEST_F(DeviceIO, BatchReadsAndWritesComplete)
+{
+  kvikio::defaults::set_num_threads(2);
+  const std::size_t n = 300 * KiB + 3;
+  auto path           = make_file(4 * n, 14);
+  const auto data     = random_bytes(4 * n, 14);
+  FileHandle f(path, "r+", FileHandle::m644, CompatMode::ON);
+  DeviceBuffer dev(4 * n);
+  kvikio::BatchHandle batch(8);
+  std::vector<kvikio::BatchOp> ops;
+  for (std::size_t i = 0; i < 4; ++i) {
+    // Reads into the buffer in reverse order of the file's pieces.
+    ops.push_back({f,
+                   dev.data(),
+                   static_cast<off_t>(i * n),
+                   static_cast<off_t>((3 - i) * n),
+                   n,
+                   kvikio::BatchOpcode::READ});
+  }
+  batch.submit(ops);
+  std::vector<kvikio::BatchIOEvent> events;
+  while (events.size() < 4) {
+    auto got = batch.status(1, 4);
+    events.insert(events.end(), got.begin(), got.end());
+  }
+  for (const auto& e : events) {
+    EXPECT_EQ(e.status, kvikio::BatchStatus::COMPLETE);
+    EXPECT_EQ(e.ret, n);
+  }
+  auto got = to_host(dev, 4 * n);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_TRUE(std::equal(got.begin() + static_cast<long>((3 - i) * n),
+                           got.begin() + static_cast<long>((4 - i) * n),
+                           data.begin() + static_cast<long>(i * n)))
+      << i;
+  }
+  // Write the buffer back at the end of the file, in one op.
+  batch.submit({{f, dev.data(), static_cast<off_t>(4 * n), 0, 4 * n, kvikio::BatchOpcode::WRITE}});
+  auto done = batch.status(1, 1);
+  ASSERT_EQ(done.size(), 1U);
+  EXPECT_EQ(done[0].status, kvikio::BatchStatus::COMPLETE);
+  auto on_disk = read_file(path);
+  ASSERT_EQ(on_disk.size(), 8 * n);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), on_disk.begin() + static_cast<long>(4 * n)));
+
+  std::vector<kvikio::BatchOp> too_many(9, ops[0]);
+  KVIKIO_EXPECT_THROW_WITH(batch.submit(too_many), kvikio::CUfileException, "at most 8");
+  // A failing op is reported FAILED, not thrown.
+  batch.submit({{f, dev.data(), static_cast<off_t>(100 * n), 0, n, kvikio::BatchOpcode::READ}});
+  auto failed = batch.status(1, 1);
+  ASSERT_EQ(failed.size(), 1U);
+  EXPECT_EQ(failed[0].status, kvikio::BatchStatus::FAILED);
+}
+
+TEST_F(DeviceIO, BatchCancelReportsEveryOperation)
+{
+  kvikio::defaults::set_num_threads(1);
+  const std::size_t n = 1 * MiB;
+  auto path           = make_file(n, 15);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  DeviceBuffer dev(n);
+  kvikio::BatchHandle batch(64);
+  std::vector<kvikio::BatchOp> ops(64, {f, dev.data(), 0, 0, n, kvikio::BatchOpcode::READ});
+  batch.submit(ops);
+  batch.cancel();
+  auto events = batch.status(64, 64);
+  ASSERT_EQ(events.size(), 64U);
+  for (const auto& e : events) {
+    EXPECT_TRUE(e.status == kvikio::BatchStatus::COMPLETE ||
+                e.status == kvikio::BatchStatus::CANCELED);
+  }
+  batch.close();
+  EXPECT_TRUE(batch.closed());
+  KVIKIO_EXPECT_THROW_WITH(batch.submit(ops), std::invalid_argument, "closed");
+}
+
+TEST_F(DeviceIO, LibraryStatusReportsTheDriver)
+{
+  auto status = kvikio::library_status();
+  ASSERT_EQ(status.size(), 2U);
+  EXPECT_EQ(status[0].library, "libcuda");
+  EXPECT_TRUE(status[0].loaded);
+  EXPECT_NE(status[0].reason.find("device"), std::string::npos) << status[0].reason;
+  EXPECT_EQ(status[1].library, "libcufile");
+  EXPECT_FALSE(status[1].reason.empty());
+  if (kvikio::test::using_standin()) {
+    EXPECT_FALSE(status[1].loaded);
+    EXPECT_NE(status[1].reason.find("KVIKIO_LIBCUDA_PATH"), std::string::npos) << status[1].reason;
+  }
+}
+
+TEST_F(DeviceIO, DriverPropertiesWithoutCufileRaiseOrSayUnavailable)
+{
+  if (kvikio::is_cufile_available()) {
+    auto names = kvikio::cufile_driver::property_names();
+    EXPECT_EQ(names.size(), 10U);
+    KVIKIO_EXPECT_THROW_WITH(kvikio::cufile_driver::set("major_version", std::size_t{1}),
+                             std::invalid_argument,
+                             "read-only");
+    auto v = kvikio::cufile_driver::get("max_device_cache_size");
+    EXPECT_TRUE(std::holds_alternative<std::size_t>(v));
+    auto poll = std::get<bool>(kvikio::cufile_driver::get("poll_mode"));
+    kvikio::cufile_driver::set("poll_mode", !poll);
+    EXPECT_EQ(std::get<bool>(kvikio::cufile_driver::get("poll_mode")), !poll);
+    kvikio::cufile_driver::set("poll_mode", poll);
+    return;
+  }
+  EXPECT_FALSE(std::get<bool>(kvikio::cufile_driver::get("is_gds_available")));
+  KVIKIO_EXPECT_THROW_WITH(
+    kvikio::cufile_driver::get("poll_mode"), kvikio::CUfileException, "not usable");
+  KVIKIO_EXPECT_THROW_WITH(kvikio::cufile_driver::get("nope"), std::invalid_argument, "'nope'");
+  KVIKIO_EXPECT_THROW_WITH(kvikio::cufile_driver::set("per_buffer_cache_size", std::size_t{1}),
+                           std::invalid_argument,
+                           "read-only");
+  // Buffer registration is a no-op under POSIX-preferred mode, and rejects host memory.
+  DeviceBuffer dev(4096);
+  EXPECT_NO_THROW(kvikio::memory_register(dev.data()));
+  EXPECT_NO_THROW(kvikio::memory_deregister(dev.data()));
+  std::vector<char> host(10);
+  KVIKIO_EXPECT_THROW_WITH(
+    kvikio::memory_register(host.data()), std::invalid_argument, "not device memory");
+}
