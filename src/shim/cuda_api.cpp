@@ -17,6 +17,14 @@ bool bind(void* lib, F& fn, const char* name, std::string& missing)
   return fn != nullptr;
 }
 
+std::string error_name(decltype(&::cuGetErrorName) get_name, CUresult r)
+{
+  const char* name = nullptr;
+  if (get_name != nullptr) { get_name(r, &name); }
+  return std::string(name != nullptr ? name : "CUDA_ERROR") + " (" +
+         std::to_string(static_cast<int>(r)) + ")";
+}
+
 }  // namespace
 
 CudaAPI::CudaAPI()
@@ -66,12 +74,13 @@ CudaAPI::CudaAPI()
   bind(handle_, LaunchHostFunc, "cuLaunchHostFunc", ignored);
 
   if (CUresult r = Init(0); r != CUDA_SUCCESS) {
-    reason_ = "driver failed to initialise: cuInit returned " + cuda_error_name(r);
+    // Not cuda_error_name(): that would re-enter instance() while it is being built.
+    reason_ = "driver failed to initialise: cuInit returned " + error_name(GetErrorName, r);
     return;
   }
   DriverGetVersion(&driver_version_);
   if (CUresult r = DeviceGetCount(&device_count_); r != CUDA_SUCCESS) {
-    reason_ = "cuDeviceGetCount returned " + cuda_error_name(r);
+    reason_ = "cuDeviceGetCount returned " + error_name(GetErrorName, r);
     return;
   }
   if (device_count_ <= 0) {
@@ -91,14 +100,7 @@ const CudaAPI& CudaAPI::instance()
   return *api;
 }
 
-std::string cuda_error_name(CUresult r)
-{
-  const char* name = nullptr;
-  const auto& api  = CudaAPI::instance();
-  if (api.GetErrorName != nullptr) { api.GetErrorName(r, &name); }
-  return std::string(name != nullptr ? name : "CUDA_ERROR") + " (" +
-         std::to_string(static_cast<int>(r)) + ")";
-}
+std::string cuda_error_name(CUresult r) { return error_name(CudaAPI::instance().GetErrorName, r); }
 
 void cuda_check(CUresult r, const char* call, const std::string& context)
 {
