@@ -10,6 +10,8 @@
 #include <vector>
 
 #include <kvikio/device_memory.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/file_handle.hpp>
 #include <kvikio/shim.hpp>
 
 namespace kvikio::test {
@@ -45,6 +47,19 @@ F standin_fn(const char* name)
       GTEST_SKIP() << "no CUDA device (" << kvikio::test::cuda_reason() << ")"; \
     }                                                                           \
   } while (0)
+
+/// Empty when files can be opened with compat mode OFF here (cuFile loaded, driver open and
+/// handle registration works for a file at `probe_path`), else why not.
+inline std::string cufile_unusable_reason(const std::string& probe_path)
+{
+  if (!kvikio::is_cufile_available()) { return kvikio::library_status().back().reason; }
+  try {
+    kvikio::FileHandle f(probe_path, "w", kvikio::FileHandle::m644, kvikio::CompatMode::OFF);
+  } catch (const kvikio::CUfileException& e) {
+    return e.what();
+  }
+  return {};
+}
 
 inline std::vector<char> to_host(const kvikio::DeviceBuffer& d, std::size_t n, std::size_t off = 0)
 {

@@ -18,6 +18,7 @@
 #include <kvikio/mmap.hpp>
 #include <kvikio/shim.hpp>
 
+#include "core/open_file.hpp"
 #include "device_test_utils.hpp"
 #include "test_utils.hpp"
 
@@ -113,8 +114,10 @@ TEST_P(DeviceRoundTrip, WriteThenReadIsByteExactAndStaysInRange)
 {
   KVIKIO_REQUIRE_DEVICE();
   auto [size, file_offset, buf_offset, op, mode] = GetParam();
-  if (mode == CompatMode::OFF && !kvikio::is_cufile_available()) {
-    GTEST_SKIP() << "cuFile path not usable here: " << kvikio::library_status().back().reason;
+  if (mode == CompatMode::OFF) {
+    if (auto why = kvikio::test::cufile_unusable_reason(dir.file("probe.bin")); !why.empty()) {
+      GTEST_SKIP() << "cuFile path not usable here: " << why;
+    }
   }
   kvikio::defaults::set_num_threads(op == Op::PREAD_16 ? 16 : 1);
   // Small bounce buffers so that every size above a few pages runs through several chunks.
@@ -546,4 +549,50 @@ TEST_F(DeviceIO, DriverPropertiesWithoutCufileRaiseOrSayUnavailable)
   std::vector<char> host(10);
   KVIKIO_EXPECT_THROW_WITH(
     kvikio::memory_register(host.data()), std::invalid_argument, "not device memory");
+}
+
+TEST_F(DeviceIO, AutoFallsBackPerFileWhenCufileCannotRegisterIt)
+{
+  if (!kvikio::is_cufile_available()) { GTEST_SKIP() << "cuFile is not usable here"; }
+  auto path = make_file(4096, 16);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::AUTO);
+  if (f.compat_mode() == CompatMode::OFF) {
+    GTEST_SKIP() << "cuFile registers files here (no fallback to test)";
+  }
+  const auto why = f.open_file()->fallback_reason();
+  EXPECT_FALSE(why.empty());
+  KVIKIO_EXPECT_THROW_WITH(
+    FileHandle(path, "r", FileHandle::m644, CompatMode::OFF), kvikio::CUfileException, path);
+  DeviceBuffer dev(4096);
+  EXPECT_EQ(f.pread(dev.data(), 4096, 0).get(), 4096U);
+  EXPECT_EQ(to_host(dev, 4096), random_bytes(4096, 16));
+}
+
+TEST_F(DeviceIO, BatchThroughCufile)
+{
+  if (auto why = kvikio::test::cufile_unusable_reason(dir.file("probe.bin")); !why.empty()) {
+    GTEST_SKIP() << "cuFile path not usable here: " << why;
+  }
+  const std::size_t n = 256 * KiB;
+  auto path           = make_file(2 * n, 17);
+  FileHandle f(path, "r+", FileHandle::m644, CompatMode::OFF);
+  DeviceBuffer dev(2 * n);
+  kvikio::BatchHandle batch(4);
+  batch.submit({{f, dev.data(), 0, static_cast<off_t>(n), n, kvikio::BatchOpcode::READ},
+                {f, dev.data(), static_cast<off_t>(n), 0, n, kvikio::BatchOpcode::READ}});
+  EXPECT_TRUE(batch.uses_cufile());
+  std::vector<kvikio::BatchIOEvent> events;
+  while (events.size() < 2) {
+    auto got = batch.status(1, 2);
+    events.insert(events.end(), got.begin(), got.end());
+  }
+  for (const auto& e : events) {
+    EXPECT_EQ(e.status, kvikio::BatchStatus::COMPLETE);
+    EXPECT_EQ(e.ret, n);
+  }
+  auto data = random_bytes(2 * n, 17);
+  auto got  = to_host(dev, 2 * n);
+  EXPECT_TRUE(std::equal(
+    got.begin(), got.begin() + static_cast<long>(n), data.begin() + static_cast<long>(n)));
+  EXPECT_TRUE(std::equal(got.begin() + static_cast<long>(n), got.end(), data.begin()));
 }

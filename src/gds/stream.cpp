@@ -65,6 +65,10 @@ void FileHandle::read_async(void* devPtr_base,
   require_args(size_p, file_offset_p, devPtr_offset_p, bytes_read_p, "read_async", file.path());
   auto info = require_device(devPtr_base, "read_async", file.path());
   detail::ContextGuard guard(info.context);
+  if (*size_p == 0) {  // nothing to order: cuFile rejects empty stream IO
+    *bytes_read_p = 0;
+    return;
+  }
   if (use_cufile_stream(file)) {
     detail::cufile_check(detail::CufileAPI::instance().ReadAsync(file.cufile_handle(),
                                                                  devPtr_base,
@@ -102,6 +106,10 @@ void FileHandle::write_async(void* devPtr_base,
   require_args(size_p, file_offset_p, devPtr_offset_p, bytes_written_p, "write_async", file.path());
   auto info = require_device(devPtr_base, "write_async", file.path());
   detail::ContextGuard guard(info.context);
+  if (*size_p == 0) {  // nothing to order: cuFile rejects empty stream IO
+    *bytes_written_p = 0;
+    return;
+  }
   if (use_cufile_stream(file)) {
     detail::cufile_check(detail::CufileAPI::instance().WriteAsync(file.cufile_handle(),
                                                                   devPtr_base,
