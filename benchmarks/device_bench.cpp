@@ -99,7 +99,7 @@ void odirect_read(const std::string& path, char* dst, std::size_t size, unsigned
 
 }  // namespace
 
-int main(int argc, char** argv)
+int run(int argc, char** argv)
 {
   if (argc < 4) {
     std::fprintf(stderr, "usage: %s FILE SIZE_MIB THREADS\n", argv[0]);
@@ -196,4 +196,14 @@ int main(int argc, char** argv)
               static_cast<double>(stats.peak_pinned_bytes) / (1 << 20),
               static_cast<double>(threads * bbs) / (1 << 20));
   return 0;
+}
+
+int main(int argc, char** argv)
+{
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::printf("ERROR: %s\n", e.what());
+    return 1;
+  }
 }
