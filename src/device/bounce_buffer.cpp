@@ -69,7 +69,7 @@ BounceBuffer::BounceBuffer()
       free_pinned(data, size);  // bounce_buffer_size changed since it was allocated
     }
   }
-  const auto& api = cuda_api_or_throw("allocating a pinned bounce buffer");
+  const auto& api = *cuda_api_or_throw("allocating a pinned bounce buffer");
   ContextGuard guard(primary_context(0));
   void* mem = nullptr;
   cuda_check(api.MemHostAlloc(&mem, want, CU_MEMHOSTALLOC_PORTABLE),

@@ -65,7 +65,7 @@ std::size_t posix_device_read(const OpenFile& file,
                               bool direct_io)
 {
   if (size == 0) { return 0; }
-  const auto& api = cuda_api_or_throw("reading '" + file.path() + "' into device memory");
+  const auto& api = *cuda_api_or_throw("reading '" + file.path() + "' into device memory");
   ContextGuard guard(ctx);
   CUstream stream = thread_stream(ctx);
   BounceBuffer bounce;
@@ -97,7 +97,7 @@ std::size_t posix_device_write(const OpenFile& file,
                                bool direct_io)
 {
   if (size == 0) { return 0; }
-  const auto& api = cuda_api_or_throw("writing '" + file.path() + "' from device memory");
+  const auto& api = *cuda_api_or_throw("writing '" + file.path() + "' from device memory");
   ContextGuard guard(ctx);
   CUstream stream = thread_stream(ctx);
   BounceBuffer bounce;
@@ -129,7 +129,7 @@ std::size_t posix_device_write(const OpenFile& file,
 void copy_host_to_device(CUcontext ctx, void* dst, const void* src, std::size_t size)
 {
   if (size == 0) { return; }
-  const auto& api = cuda_api_or_throw("copying to device memory");
+  const auto& api = *cuda_api_or_throw("copying to device memory");
   ContextGuard guard(ctx);
   CUstream stream = thread_stream(ctx);
   BounceBuffer bounce;

@@ -41,7 +41,7 @@ DeviceBuffer::DeviceBuffer(std::size_t nbytes, int device, bool managed)
   : size_(nbytes), device_(device)
 {
   const auto& api =
-    detail::cuda_api_or_throw("allocating " + std::to_string(nbytes) + " bytes of device memory");
+    *detail::cuda_api_or_throw("allocating " + std::to_string(nbytes) + " bytes of device memory");
   if (device < 0 || device >= api.device_count()) {
     throw std::invalid_argument("device " + std::to_string(device) + " does not exist (" +
                                 std::to_string(api.device_count()) + " device(s))");
@@ -114,7 +114,7 @@ void DeviceBuffer::copy_to_host(void* dst, std::size_t n, std::size_t offset) co
 PinnedBuffer::PinnedBuffer(std::size_t nbytes) : size_(nbytes)
 {
   const auto& api =
-    detail::cuda_api_or_throw("allocating " + std::to_string(nbytes) + " bytes of pinned memory");
+    *detail::cuda_api_or_throw("allocating " + std::to_string(nbytes) + " bytes of pinned memory");
   detail::ContextGuard guard(detail::primary_context(0));
   detail::cuda_check(api.MemHostAlloc(&data_, nbytes == 0 ? 1 : nbytes, CU_MEMHOSTALLOC_PORTABLE),
                      "cuMemHostAlloc",

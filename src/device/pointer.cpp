@@ -140,7 +140,7 @@ CUcontext primary_context(int ordinal)
   std::lock_guard lock(mutex);
   if (auto it = retained.find(ordinal); it != retained.end()) { return it->second; }
   const auto& api =
-    cuda_api_or_throw("retaining the primary context of device " + std::to_string(ordinal));
+    *cuda_api_or_throw("retaining the primary context of device " + std::to_string(ordinal));
   CUdevice dev = 0;
   cuda_check(api.DeviceGet(&dev, ordinal), "cuDeviceGet", "for device " + std::to_string(ordinal));
   CUcontext ctx = nullptr;

@@ -15,13 +15,14 @@
 namespace kvikio {
 namespace {
 
-detail::CufileAPI& usable_cufile(const std::string& what)
+// A pointer, not a reference: GCC 13's -Wdangling-reference flags the latter.
+detail::CufileAPI* usable_cufile(const std::string& what)
 {
   auto& api = detail::CufileAPI::instance();
   if (!api.driver_open()) {
     throw CUfileException(what + ": cuFile is not usable (" + api.reason() + ")");
   }
-  return api;
+  return &api;
 }
 
 bool flag(unsigned int flags, int bit) { return (flags & (1U << bit)) != 0; }
@@ -34,7 +35,7 @@ DriverInitializer::~DriverInitializer() noexcept { detail::CufileAPI::instance()
 void DriverProperties::lazy_init()
 {
   if (initialized_) { return; }
-  auto& api = usable_cufile("reading cuFile driver properties");
+  auto& api = *usable_cufile("reading cuFile driver properties");
   CUfileDrvProps_t props{};
   detail::cufile_check(api.DriverGetProperties(&props), "cuFileDriverGetProperties");
   major_                  = props.nvfs.major_version;
@@ -215,7 +216,7 @@ void buffer_register(const void* devPtr_base,
                      const std::vector<int>& errors_to_ignore)
 {
   if (defaults::is_compat_mode_preferred()) { return; }
-  auto& api        = usable_cufile("registering a buffer");
+  auto& api        = *usable_cufile("registering a buffer");
   CUfileError_t st = api.BufRegister(devPtr_base, size, flags);
   const int code   = static_cast<int>(st.err);
   const bool ignored =
@@ -232,7 +233,7 @@ void buffer_register(const void* devPtr_base,
 void buffer_deregister(const void* devPtr_base)
 {
   if (defaults::is_compat_mode_preferred()) { return; }
-  auto& api = usable_cufile("deregistering a buffer");
+  auto& api = *usable_cufile("deregistering a buffer");
   detail::cufile_check(
     api.BufDeregister(devPtr_base),
     "cuFileBufDeregister",

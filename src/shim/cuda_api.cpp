@@ -109,13 +109,13 @@ void cuda_check(CUresult r, const char* call, const std::string& context)
                               (context.empty() ? "" : " " + context));
 }
 
-const CudaAPI& cuda_api_or_throw(const std::string& what)
+const CudaAPI* cuda_api_or_throw(const std::string& what)
 {
   const auto& api = CudaAPI::instance();
   if (!api.available()) {
     throw CUfileDriverException(what + ": the CUDA driver is not available (" + api.reason() + ")");
   }
-  return api;
+  return &api;
 }
 
 }  // namespace kvikio::detail

@@ -68,7 +68,9 @@ std::string cuda_error_name(CUresult r);
 /// CUDA_SUCCESS.
 void cuda_check(CUresult r, const char* call, const std::string& context = {});
 
-/// Throws CUfileDriverException naming `what` when the driver is not available.
-const CudaAPI& cuda_api_or_throw(const std::string& what);
+/// The driver (never null); throws CUfileDriverException naming `what` when it is not
+/// available. A pointer, not a reference: GCC 13 flags references returned from calls that
+/// take temporaries (-Wdangling-reference).
+const CudaAPI* cuda_api_or_throw(const std::string& what);
 
 }  // namespace kvikio::detail
