@@ -58,6 +58,8 @@ PointerInfo get_pointer_info(const void* ptr)
     info.kind         = MemoryKind::DEVICE;
     CUdeviceptr base  = 0;
     std::size_t bytes = 0;
+    // Unlike the pointer attributes, the address range query needs a current context.
+    ContextGuard guard(ctx);
     cuda_check(api.MemGetAddressRange(&base, &bytes, dptr),
                "cuMemGetAddressRange",
                "for device pointer " + hex(dptr));

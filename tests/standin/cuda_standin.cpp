@@ -5,8 +5,8 @@
 //    memory faults, and copies must stay inside one allocation (else CUDA_ERROR_INVALID_VALUE);
 //  - async copies on a stream run only when the stream is synchronised, so reusing a staging
 //    buffer before its copy completed reads or writes the wrong bytes;
-//  - copies, allocations and stream creation need a current context, and a stream may only be
-//    used while its own context is current (CUDA_ERROR_INVALID_CONTEXT);
+//  - copies, allocations, address-range queries and stream creation need a current context,
+//    and a stream may only be used while its own context is current (CUDA_ERROR_INVALID_CONTEXT);
 //  - KVIKIO_STANDIN_DEVICES (default 2) devices, each with a primary context;
 //  - fault injection and counters through the kvikio_standin_* functions below.
 #include <cuda.h>
@@ -378,6 +378,8 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attr, CUdeviceptr
 
 CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, std::size_t* size, CUdeviceptr ptr)
 {
+  // As on the real driver (seen on an H200, driver 580): a context must be current.
+  if (current() == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
   auto& s = st();
   std::lock_guard lock(s.mutex);
   const Alloc* a = find(static_cast<std::uintptr_t>(ptr), 0);
