@@ -130,7 +130,10 @@ CUstream thread_stream(CUcontext ctx)
   auto it = local.streams.find(ctx);
   if (it != local.streams.end()) { return it->second; }
   CUstream stream = nullptr;
-  cuda_check(CudaAPI::instance().StreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  // A blocking stream (not CU_STREAM_NON_BLOCKING): its copies wait for work queued before
+  // them on the legacy default stream, such as a cuMemcpyHtoD from pageable memory that
+  // returned before its DMA finished (seen on the H200), so IO sees the data it was given.
+  cuda_check(CudaAPI::instance().StreamCreate(&stream, CU_STREAM_DEFAULT), "cuStreamCreate");
   local.streams.emplace(ctx, stream);
   return stream;
 }

@@ -44,8 +44,9 @@ class ContextGuard {
   bool pushed_{false};
 };
 
-/// This thread's non-blocking stream in the current context (created once per thread and
-/// context, destroyed when the thread ends). The context must be current.
+/// This thread's stream (blocking: ordered after the legacy default stream) in the current context
+/// (created once per thread and context, destroyed when the thread ends). The context must be
+/// current.
 CUstream thread_stream(CUcontext ctx);
 
 /// The primary context of device `ordinal`, retained for the life of the process.

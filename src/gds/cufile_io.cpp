@@ -25,8 +25,11 @@ std::string where(const OpenFile& file, std::size_t offset, std::size_t size)
 [[noreturn]] void throw_io_error(ssize_t ret, const char* call, const std::string& what)
 {
   if (ret == -1) { throw GenericSystemError(std::string(call) + " of " + what + " failed"); }
-  CUfileError_t st{static_cast<CUfileOpError>(-ret), CUDA_SUCCESS};
-  throw CUfileException(std::string(call) + " of " + what + " failed: " + cufile_error_text(st));
+  if (-ret < CUFILEOP_BASE_ERR) {
+    throw GenericSystemError(static_cast<int>(-ret), std::string(call) + " of " + what + " failed");
+  }
+  throw CUfileException(std::string(call) + " of " + what +
+                        " failed: " + cufile_io_error_text(ret));
 }
 
 void sync_null_stream(bool sync)

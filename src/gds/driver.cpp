@@ -142,6 +142,14 @@ std::mutex& props_mutex()
   return m;
 }
 
+// One cached set of properties per process: the driver does not report every setting back
+// (poll_mode set in compat mode reads back unchanged), so a set must be what a get sees.
+DriverProperties& cached_props()
+{
+  static DriverProperties props;
+  return props;
+}
+
 [[noreturn]] void unknown(const std::string& name)
 {
   std::string known;
@@ -169,7 +177,7 @@ bool is_settable(const std::string& name)
 Value get(const std::string& name)
 {
   std::lock_guard lock(props_mutex());
-  DriverProperties p;  // fresh: reflects what other processes' settings left in the driver
+  auto& p = cached_props();
   if (name == "is_gds_available") { return p.is_gds_available(); }
   if (name == "major_version") { return std::size_t{p.get_nvfs_major_version()}; }
   if (name == "minor_version") { return std::size_t{p.get_nvfs_minor_version()}; }
@@ -191,7 +199,7 @@ void set(const std::string& name, const Value& value)
     throw std::invalid_argument("cuFile driver property '" + name + "' is read-only");
   }
   std::lock_guard lock(props_mutex());
-  DriverProperties p;
+  auto& p = cached_props();
   if (name == "poll_mode") {
     if (!std::holds_alternative<bool>(value)) {
       throw std::invalid_argument("cuFile driver property 'poll_mode' takes a bool");

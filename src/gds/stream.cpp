@@ -3,6 +3,7 @@
 #include <kvikio/file_handle.hpp>
 #include <kvikio/stream.hpp>
 
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -46,9 +47,15 @@ void require_args(const void* size_p,
   }
 }
 
-bool use_cufile_stream(const detail::OpenFile& file)
+// cuFile's stream API (1.15, compat mode) fails with EIO when the device address is not
+// 4 KiB aligned (seen on the H200), while cuFileRead handles it: such requests take the
+// stream-synchronised path instead.
+bool use_cufile_stream(const detail::OpenFile& file, const void* base, const off_t* dev_offset)
 {
-  return file.compat_mode() == CompatMode::OFF && detail::CufileAPI::instance().stream_api();
+  const auto addr =
+    reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(*dev_offset);
+  return file.compat_mode() == CompatMode::OFF && detail::CufileAPI::instance().stream_api() &&
+         addr % 4096 == 0;
 }
 
 }  // namespace
@@ -69,7 +76,7 @@ void FileHandle::read_async(void* devPtr_base,
     *bytes_read_p = 0;
     return;
   }
-  if (use_cufile_stream(file)) {
+  if (use_cufile_stream(file, devPtr_base, devPtr_offset_p)) {
     detail::cufile_check(detail::CufileAPI::instance().ReadAsync(file.cufile_handle(),
                                                                  devPtr_base,
                                                                  size_p,
@@ -110,7 +117,7 @@ void FileHandle::write_async(void* devPtr_base,
     *bytes_written_p = 0;
     return;
   }
-  if (use_cufile_stream(file)) {
+  if (use_cufile_stream(file, devPtr_base, devPtr_offset_p)) {
     detail::cufile_check(detail::CufileAPI::instance().WriteAsync(file.cufile_handle(),
                                                                   devPtr_base,
                                                                   size_p,
@@ -234,9 +241,7 @@ std::size_t StreamFuture::check_bytes_done()
   synced_          = true;
   const auto bytes = args_->bytes_done;
   if (bytes < 0) {
-    std::string why = bytes == -1 ? "an OS error"
-                                  : detail::cufile_error_text(CUfileError_t{
-                                      static_cast<CUfileOpError>(-bytes), CUDA_SUCCESS});
+    std::string why = detail::cufile_io_error_text(bytes);
     throw CUfileException("stream-ordered IO of " + std::to_string(args_->size) +
                           " bytes at file offset " + std::to_string(args_->file_offset) +
                           " failed: " + why);

@@ -142,6 +142,17 @@ std::string cufile_error_text(CUfileError_t status)
   return text;
 }
 
+std::string cufile_io_error_text(long long ret)
+{
+  const long long code = -ret;
+  if (ret == -1) { return "an OS error"; }
+  if (code > CUFILEOP_BASE_ERR) {
+    return cufile_error_text(CUfileError_t{static_cast<CUfileOpError>(code), CUDA_SUCCESS});
+  }
+  return std::string(std::strerror(static_cast<int>(code))) + " (errno " + std::to_string(code) +
+         ")";
+}
+
 void cufile_check(CUfileError_t status, const char* call, const std::string& context)
 {
   if (status.err == CU_FILE_SUCCESS) { return; }

@@ -66,6 +66,10 @@ class CufileAPI {
 /// "CU_FILE_X (n)" text for a cuFile status, with the errno for CU_FILE_... system errors.
 std::string cufile_error_text(CUfileError_t status);
 
+/// Text for a negative result of cuFileRead/Write or a stream IO's bytes_done: -1 (errno),
+/// -errno, or -CUfileOpError.
+std::string cufile_io_error_text(long long ret);
+
 /// Throws CUfileException("<call> failed: ... <context>") unless status is success.
 void cufile_check(CUfileError_t status, const char* call, const std::string& context = {});
 

@@ -5,6 +5,8 @@
 //    memory faults, and copies must stay inside one allocation (else CUDA_ERROR_INVALID_VALUE);
 //  - async copies on a stream run only when the stream is synchronised, so reusing a staging
 //    buffer before its copy completed reads or writes the wrong bytes;
+//  - a synchronous copy from pageable memory finishes on the legacy default stream, which
+//    blocking streams wait for and non-blocking ones do not (as on the real driver);
 //  - copies, allocations, address-range queries and stream creation need a current context,
 //    and a stream may only be used while its own context is current (CUDA_ERROR_INVALID_CONTEXT);
 //  - KVIKIO_STANDIN_DEVICES (default 2) devices, each with a primary context;
@@ -31,6 +33,11 @@ constexpr int max_devices            = 4;
 struct Context {
   int device;
   int refcount{0};
+  // The legacy default stream: work that a synchronous call left unfinished (see
+  // cuMemcpyHtoD_v2), run before anything ordered after it.
+  std::mutex null_mutex;
+  std::mutex null_running;  // held while default-stream work runs, so waiters see it finished
+  std::vector<std::function<void()>> null_pending;
 };
 
 enum class Kind { DEVICE, MANAGED, PINNED };
@@ -45,6 +52,7 @@ struct Alloc {
 
 struct Stream {
   Context* ctx;
+  bool blocking{true};  // waits for the legacy default stream (not CU_STREAM_NON_BLOCKING)
   std::mutex mutex;
   std::vector<std::function<void()>> pending;
 };
@@ -146,6 +154,20 @@ bool is_pinned(const void* p, std::size_t n)
   return a != nullptr && a->kind != Kind::DEVICE;
 }
 
+void flush_null(Context* ctx)
+{
+  if (ctx == nullptr) { return; }
+  std::lock_guard running(ctx->null_running);
+  std::vector<std::function<void()>> work;
+  {
+    std::lock_guard lock(ctx->null_mutex);
+    work.swap(ctx->null_pending);
+  }
+  for (auto& w : work) {
+    w();
+  }
+}
+
 void flush(Stream* stream)
 {
   std::vector<std::function<void()>> work;
@@ -168,14 +190,17 @@ CUresult enqueue_copy(CUstream hstream, std::function<void()> copy, bool pinned)
     ++s.async_copies;
     if (!pinned) { ++s.pageable_async_copies; }
   }
-  if (hstream == nullptr || !pinned) {
+  auto* stream = reinterpret_cast<Stream*>(hstream);
+  if (stream != nullptr && stream->ctx != ctx) { return CUDA_ERROR_INVALID_CONTEXT; }
+  // The legacy default stream and blocking streams are ordered after earlier default-stream
+  // work; a non-blocking stream is not, and may see device memory before it is written.
+  if (stream == nullptr || stream->blocking) { flush_null(ctx); }
+  if (stream == nullptr || !pinned) {
     // The null stream, and pageable memory, copy synchronously (as the real driver stages
     // pageable memory before returning).
     copy();
     return CUDA_SUCCESS;
   }
-  auto* stream = reinterpret_cast<Stream*>(hstream);
-  if (stream->ctx != ctx) { return CUDA_ERROR_INVALID_CONTEXT; }
   std::lock_guard lock(stream->mutex);
   stream->pending.push_back(std::move(copy));
   return CUDA_SUCCESS;
@@ -420,18 +445,31 @@ CUresult cuMemFreeHost(void* p) { return release(reinterpret_cast<std::uintptr_t
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t n)
 {
-  if (current() == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  auto* ctx = current();
+  if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
   char* d = device_bytes(dst, n);
   if (d == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
-  std::memcpy(d, src, n);
+  if (is_pinned(src, n)) {
+    flush_null(ctx);
+    std::memcpy(d, src, n);
+    return CUDA_SUCCESS;
+  }
+  // From pageable memory the real driver returns once the source is staged, before the DMA
+  // into device memory has finished: model that by finishing it on the default stream.
+  auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                    static_cast<const char*>(src) + n);
+  std::lock_guard lock(ctx->null_mutex);
+  ctx->null_pending.push_back([d, staged] { std::memcpy(d, staged->data(), staged->size()); });
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, std::size_t n)
 {
-  if (current() == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  auto* ctx = current();
+  if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
   char* s = device_bytes(src, n);
   if (s == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
+  flush_null(ctx);
   std::memcpy(dst, s, n);
   return CUDA_SUCCESS;
 }
@@ -454,12 +492,13 @@ CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, std::size_t n, CUstrea
     stream, [dst, s, n] { std::memcpy(dst, s, n); }, is_pinned(dst, n));
 }
 
-CUresult cuStreamCreate(CUstream* stream, unsigned int)
+CUresult cuStreamCreate(CUstream* stream, unsigned int flags)
 {
   auto* ctx = current();
   if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
-  auto* s = new Stream{};
-  s->ctx  = ctx;
+  auto* s     = new Stream{};
+  s->ctx      = ctx;
+  s->blocking = (flags & CU_STREAM_NON_BLOCKING) == 0;
   std::lock_guard lock(st().mutex);
   st().streams.push_back(s);
   *stream = reinterpret_cast<CUstream>(s);
@@ -493,6 +532,7 @@ CUresult cuStreamSynchronize(CUstream stream)
   // The legacy default stream waits for every stream of the current context.
   auto* ctx = current();
   if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  flush_null(ctx);
   std::vector<Stream*> mine;
   {
     std::lock_guard lock(st().mutex);
