@@ -61,6 +61,21 @@ inline std::string cufile_unusable_reason(const std::string& probe_path)
   return {};
 }
 
+/// Sets the compat mode for one scope.
+class ScopedCompatMode {
+ public:
+  explicit ScopedCompatMode(kvikio::CompatMode m) : old_(kvikio::defaults::compat_mode())
+  {
+    kvikio::defaults::set_compat_mode(m);
+  }
+  ~ScopedCompatMode() { kvikio::defaults::set_compat_mode(old_); }
+  ScopedCompatMode(const ScopedCompatMode&)            = delete;
+  ScopedCompatMode& operator=(const ScopedCompatMode&) = delete;
+
+ private:
+  kvikio::CompatMode old_;
+};
+
 inline std::vector<char> to_host(const kvikio::DeviceBuffer& d, std::size_t n, std::size_t off = 0)
 {
   std::vector<char> out(n);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/open_file.hpp"
+#include "device/pointer.hpp"
 #include "shim/cufile_api.hpp"
 
 namespace kvikio {
@@ -110,6 +111,9 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
       params[i].opcode                = op.opcode == BatchOpcode::READ ? CUFILE_READ : CUFILE_WRITE;
       params[i].cookie                = reinterpret_cast<void*>(i);
     }
+    // cuFile resolves the device buffers in the current context: use the buffers' own.
+    detail::ContextGuard guard(
+      operations.empty() ? nullptr : detail::get_pointer_info(operations[0].devPtr_base).context);
     detail::cufile_check(detail::CufileAPI::instance().BatchIOSubmit(
                            impl_->cufile, static_cast<unsigned>(params.size()), params.data(), 0),
                          "cuFileBatchIOSubmit",

@@ -278,6 +278,22 @@ __attribute__((visibility("default"))) std::size_t kvikio_standin_async_copies()
   std::lock_guard lock(st().mutex);
   return st().async_copies;
 }
+/// For the cuFile stand-in: the host bytes behind device range [ptr, ptr + n) after the
+/// current context's default-stream work ran, or null when the range is not inside one
+/// allocation; *ctx_ok says whether the allocation belongs to the current context.
+__attribute__((visibility("default"))) char* kvikio_standin_backing(CUdeviceptr ptr,
+                                                                    std::size_t n,
+                                                                    int* ctx_ok)
+{
+  auto* ctx = current();
+  flush_null(ctx);
+  auto& s = st();
+  std::lock_guard lock(s.mutex);
+  const Alloc* a = find(static_cast<std::uintptr_t>(ptr), n);
+  if (a == nullptr) { return nullptr; }
+  *ctx_ok = a->ctx == ctx ? 1 : 0;
+  return a->backing + (static_cast<std::uintptr_t>(ptr) - a->base);
+}
 /// The `nth` next call of the function named `fn` (e.g. "cuMemcpyHtoDAsync") returns `code`.
 __attribute__((visibility("default"))) void kvikio_standin_fail(const char* fn, int nth, int code)
 {
