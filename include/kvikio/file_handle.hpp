@@ -27,9 +27,14 @@ inline constexpr std::size_t unspecified_offset = std::numeric_limits<std::size_
 /// and also done by the destructor. A FileHandle may be shared by threads for concurrent
 /// reads and writes at different offsets; open/close/move are not thread safe.
 ///
-/// Buffers may be host or device memory; the kind is detected from the pointer. The caller
-/// owns the buffer and keeps it alive until the IO (or its future) completes. Work already
-/// queued keeps the file open until it finishes, even if the handle is closed meanwhile.
+/// Buffers may be host or device memory; the kind, allocation and CUDA context are detected
+/// from the pointer (host, pinned and managed memory take the host path). Device memory goes
+/// through cuFile when this file registered with it (compat_mode() OFF), else through pooled
+/// pinned bounce buffers; the IO runs in the buffer's context and is ordered after work on
+/// the legacy default stream. A device range that does not lie inside its allocation throws
+/// std::out_of_range before any byte moves. The caller owns the buffer and keeps it alive
+/// until the IO (or its future) completes. Work already queued keeps the file open until it
+/// finishes, even if the handle is closed meanwhile.
 class FileHandle {
  public:
   static constexpr mode_t m644 = S_IRUSR | S_IWUSR | S_IRGRP | S_IROTH;
