@@ -38,11 +38,13 @@ std::size_t read_range_into(RemoteEndpoint& endpoint,
 
 namespace {
 
-bool url_fits(RemoteEndpointType type, const std::string& url)
+// `explicit_type`: the caller named the type, so an S3-compatible server's plain http(s) URL
+// is taken as S3; inference (AUTO) only takes s3:// and AWS S3 hosts as S3.
+bool url_fits(RemoteEndpointType type, const std::string& url, bool explicit_type)
 {
   switch (type) {
     case RemoteEndpointType::S3:
-      return S3Endpoint::is_url_valid(url);
+      return S3Endpoint::is_url_valid(url) || (explicit_type && HttpEndpoint::is_url_valid(url));
     case RemoteEndpointType::S3_PUBLIC:
       return S3PublicEndpoint::is_url_valid(url);
     case RemoteEndpointType::S3_PRESIGNED_URL:
@@ -104,7 +106,7 @@ RemoteHandle RemoteHandle::open(const std::string& url,
   std::unique_ptr<RemoteEndpoint> endpoint;
   if (remote_endpoint_type == RemoteEndpointType::AUTO) {
     for (auto t : types) {
-      if (url_fits(t, url)) {
+      if (url_fits(t, url, false)) {
         endpoint = make_endpoint(t, url);
         break;
       }
@@ -119,7 +121,7 @@ RemoteHandle RemoteHandle::open(const std::string& url,
                                   to_string(remote_endpoint_type) + " is not in the allow list (" +
                                   list_text(types) + ") for '" + redact_url(url) + "'");
     }
-    if (!url_fits(remote_endpoint_type, url)) {
+    if (!url_fits(remote_endpoint_type, url, true)) {
       throw std::invalid_argument("RemoteHandle::open: '" + redact_url(url) +
                                   "' is not a valid URL for endpoint type " +
                                   to_string(remote_endpoint_type));

@@ -478,7 +478,7 @@ Response fetch_meta(RemoteEndpoint& endpoint,
       curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
       a.curl_error = errbuf;
       if (a.rc != CURLE_OK) { return a; }
-      bool empty_object = kind == MetaKind::first_byte && a.status == 416 && headers.range_total;
+      bool empty_object = kind == MetaKind::first_byte && a.status == 416;
       if ((a.status < 200 || a.status >= 300) && !empty_object) {
         a.error_code = error_code_from_body(body.body);
         return a;
@@ -511,6 +511,9 @@ std::size_t size_from_head(RemoteEndpoint& endpoint)
 std::size_t size_from_first_byte(RemoteEndpoint& endpoint)
 {
   auto r = fetch_meta(endpoint, MetaKind::first_byte);
+  // "bytes=0-0" is unsatisfiable exactly when the object has no first byte; not every server
+  // adds the "bytes */0" Content-Range to its 416.
+  if (r.status == 416 && !r.range_total) { return 0; }
   if (!r.range_total) {
     auto url = redact_url(endpoint.url());
     throw RemoteRangeError("kvikio: GET bytes=0-0 of " + url +

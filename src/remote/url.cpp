@@ -116,8 +116,9 @@ std::string redact_url(const std::string& url)
   // Parameter names (lower case substrings) whose values are secrets: SigV4 and SigV2
   // presigned URLs, Azure-style SAS signatures, WebHDFS delegation tokens, generic tokens.
   static constexpr std::string_view secret_words[] = {
-    "signature", "credential", "token", "sig", "key", "secret", "password", "delegation"};
-  std::string out = url;
+    "signature", "credential", "token", "secret", "password", "delegation", "accesskey", "apikey"};
+  static constexpr std::string_view secret_names[] = {"sig", "key", "sv", "se"};
+  std::string out                                  = url;
   // user:password@ in the authority.
   if (auto sep = out.find("://"); sep != std::string::npos) {
     auto auth_end = out.find_first_of("/?#", sep + 3);
@@ -138,9 +139,12 @@ std::string redact_url(const std::string& url)
     std::string lkey = key;
     std::transform(
       lkey.begin(), lkey.end(), lkey.begin(), [](unsigned char c) { return std::tolower(c); });
-    bool secret = std::any_of(std::begin(secret_words), std::end(secret_words), [&](auto w) {
-      return lkey.find(w) != std::string::npos;
-    });
+    bool secret = std::any_of(std::begin(secret_words),
+                              std::end(secret_words),
+                              [&](auto w) { return lkey.find(w) != std::string::npos; }) ||
+                  std::any_of(std::begin(secret_names), std::end(secret_names), [&](auto w) {
+                    return lkey == w;
+                  });
     if (!first) { result += '&'; }
     first = false;
     if (secret && eq != std::string_view::npos) {

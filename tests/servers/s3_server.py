@@ -11,7 +11,7 @@ Starts moto.server.ThreadedMotoServer on 127.0.0.1 (port 0: any free port) and p
   {"cmd": "presign", "bucket": B, "key": K, "expires": S}   a presigned GET URL
   {"cmd": "auth", "on": true|false}   enforce (or stop enforcing) IAM authentication and
                                       signature checks on every request
-  {"cmd": "public", "bucket": B}    make bucket B anonymously readable (policy)
+  {"cmd": "public", "bucket": B, "key": K}   make B/K anonymously readable (public-read ACL)
 
 moto enforces signatures only once auth is on; setup runs with it off. Exits when stdin
 closes.
@@ -84,10 +84,9 @@ def main():
                 settings.INITIAL_NO_AUTH_ACTION_COUNT = 0 if c["on"] else float("inf")
                 reply = {"ok": True}
             elif cmd == "public":
-                policy = json.dumps({"Version": "2012-10-17", "Statement": [{
-                    "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
-                    "Resource": f"arn:aws:s3:::{c['bucket']}/*"}]})
-                client("s3", state["creds"]).put_bucket_policy(Bucket=c["bucket"], Policy=policy)
+                # moto serves anonymous requests by the object's ACL.
+                client("s3", state["creds"]).put_object_acl(Bucket=c["bucket"], Key=c["key"],
+                                                            ACL="public-read")
                 reply = {"ok": True}
             else:
                 reply = {"error": f"unknown command {cmd!r}"}
