@@ -451,3 +451,87 @@ TEST_F(RemoteHttp, SecretsInUrlNeverAppearInErrors)
     EXPECT_EQ(e.http_status(), 404);
   }
 }
+
+// ------------------------------------------------------------------------------------ HTTPS
+
+namespace {
+
+class RemoteHttps : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    data_ = test::random_bytes(123'457, 5);
+    test::write_file(dir_.file("data.bin"), data_);
+    std::filesystem::create_directories(dir_.file("certs"));
+    cert_ = dir_.file("certs/server.pem");
+    auto cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1"
+      " -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+      dir_.file("key.pem") + " -out " + cert_ + " >" + dir_.file("openssl.log") + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed: " << cmd;
+    auto rehash =
+      "openssl rehash " + dir_.file("certs") + " >>" + dir_.file("openssl.log") + " 2>&1";
+    ASSERT_EQ(std::system(rehash.c_str()), 0) << rehash;
+    server_.emplace("range_server.py",
+                    std::vector<std::string>{"--root",
+                                             dir_.file(""),
+                                             "--port",
+                                             "0",
+                                             "--tls-cert",
+                                             cert_,
+                                             "--tls-key",
+                                             dir_.file("key.pem")},
+                    dir_.file("server.log"));
+    url_ = "https://127.0.0.1:" + std::to_string(server_->port()) + "/data.bin";
+    defaults::set_http_timeout(10);
+  }
+  void expect_round_trip()
+  {
+    auto h = RemoteHandle::open(url_);
+    ASSERT_EQ(h.nbytes(), data_.size());
+    std::vector<char> buf(data_.size() - 1);
+    EXPECT_EQ(h.pread(buf.data(), buf.size(), 1, 40'000).get(), buf.size());
+    EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data_.begin() + 1));
+  }
+
+  ScopedEnv e1_{"CURL_CA_BUNDLE", std::nullopt};
+  ScopedEnv e2_{"SSL_CERT_FILE", std::nullopt};
+  ScopedEnv e3_{"SSL_CERT_DIR", std::nullopt};
+  ScopedHttpSettings settings_;
+  test::TempDir dir_;
+  std::vector<char> data_;
+  std::string cert_, url_;
+  std::optional<ServerProcess> server_;
+};
+
+}  // namespace
+
+TEST_F(RemoteHttps, UntrustedCertificateIsRefusedByDefault)
+{
+  try {
+    RemoteHandle::open(url_);
+    FAIL() << "expected RemoteTransportError";
+  } catch (const RemoteTransportError& e) {
+    EXPECT_EQ(e.http_status(), 0);
+    EXPECT_NE(std::string(e.what()).find(url_), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("certificate"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RemoteHttps, CaBundleFromCurlCaBundle)
+{
+  ScopedEnv e("CURL_CA_BUNDLE", cert_);
+  expect_round_trip();
+}
+
+TEST_F(RemoteHttps, CaBundleFromSslCertFile)
+{
+  ScopedEnv e("SSL_CERT_FILE", cert_);
+  expect_round_trip();
+}
+
+TEST_F(RemoteHttps, CaDirectoryFromSslCertDir)
+{
+  ScopedEnv e("SSL_CERT_DIR", dir_.file("certs"));
+  expect_round_trip();
+}
