@@ -11,6 +11,7 @@
 
 #include <kvikio/remote_handle.hpp>
 
+#include "core/task_split.hpp"
 #include "remote_servers.hpp"
 #include "test_utils.hpp"
 
@@ -128,6 +129,18 @@ TEST_F(RemoteHttp, PreadSplitsIntoParallelRangeRequests)
   // One request per task: ceil(size / task_size) pieces, give or take page alignment.
   EXPECT_GE(requests() - before, size / 65'537);
   EXPECT_LE(requests() - before, size / (65'537 - 4096) + 2);
+}
+
+TEST_F(RemoteHttp, ReadIssuesOneBoundedRequestPerTaskSizePiece)
+{
+  test::ScopedSettings restore;
+  defaults::set_task_size(100'000);
+  auto h = RemoteHandle::open(url(), RemoteEndpointType::AUTO, std::nullopt, data_.size());
+  std::vector<char> buf(data_.size() - 1);
+  EXPECT_EQ(h.read(buf.data(), buf.size(), 1), buf.size());
+  expect_bytes(data_, buf, 1, buf.size());
+  EXPECT_EQ(requests(), detail::split_into_tasks(buf.size(), 1, 100'000).size());
+  EXPECT_GE(requests(), 10U);
 }
 
 TEST_F(RemoteHttp, KnownSizeAndZeroByteReadsSendNoRequest)

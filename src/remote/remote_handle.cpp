@@ -170,7 +170,14 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
     throw std::invalid_argument("RemoteHandle::read: null buffer for " + std::to_string(size) +
                                 " bytes from " + redact_url(endpoint_->url()));
   }
-  return detail::read_range_into(*endpoint_, buf, size, file_offset);
+  // One range request per task_size piece, in order on this thread: http_timeout bounds a
+  // request, so an unbounded request would turn a large, healthy read into a timeout.
+  std::size_t done = 0;
+  for (const auto& t : detail::split_into_tasks(size, file_offset, defaults::task_size())) {
+    done += detail::read_range_into(
+      *endpoint_, static_cast<char*>(buf) + t.buf_offset, t.size, t.file_offset);
+  }
+  return done;
 }
 
 std::future<std::size_t> RemoteHandle::pread(void* buf,
