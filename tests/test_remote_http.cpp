@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -72,12 +71,10 @@ class RemoteHttp : public ::testing::Test {
   /// How many requests the server saw for /data.bin.
   std::size_t requests() const
   {
-    auto stats = http_get(server_->base_url() + "/_stats");
-    std::smatch m;
-    if (std::regex_search(stats, m, std::regex("\"/data.bin\": (\\d+)"))) {
-      return std::stoul(m[1]);
-    }
-    return 0;
+    auto stats            = http_get(server_->base_url() + "/_stats");
+    const std::string key = "\"/data.bin\": ";
+    auto pos              = stats.find(key);
+    return pos == std::string::npos ? 0 : std::stoul(stats.substr(pos + key.size()));
   }
 
   ScopedHttpSettings settings_;
@@ -171,6 +168,23 @@ TEST_F(RemoteHttp, ReadPastEndIsEndOfFileErrorWithoutRequest)
   }
   EXPECT_THROW(h.pread(buf.data(), 1, data_.size()), EndOfFileError);
   EXPECT_EQ(requests(), before);
+}
+
+TEST_F(RemoteHttp, ReadPastTheRealEndWithAWrongKnownSizeIs416)
+{
+  // The caller claimed a larger size than the object has: the server refuses the range.
+  auto h = RemoteHandle::open(url(), RemoteEndpointType::HTTP, std::nullopt, data_.size() + 100);
+  std::vector<char> buf(50);
+  try {
+    h.read(buf.data(), buf.size(), data_.size() + 10);
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    EXPECT_EQ(e.http_status(), 416);
+    EXPECT_NE(std::string(e.what()).find("HTTP status 416"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(url()), std::string::npos) << e.what();
+  }
+  // Straddling the real end: the body is shorter than the range asked for.
+  EXPECT_THROW(h.read(buf.data(), buf.size(), data_.size() - 10), RemoteTruncatedError);
 }
 
 TEST_F(RemoteHttp, MissingObjectIs404NamingUrl)

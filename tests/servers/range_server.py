@@ -50,13 +50,14 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # keep test output quiet
         pass
 
-    def _send_json(self, obj):
+    def _send_json(self, obj, head=False):
         body = json.dumps(obj).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not head:
+            self.wfile.write(body)
 
     def do_HEAD(self):
         self._serve(head=True)
@@ -70,12 +71,12 @@ class Handler(BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(url.query))
         if path == "/_stats":
             with _lock:
-                return self._send_json({"requests": dict(_request_counts)})
+                return self._send_json({"requests": dict(_request_counts)}, head)
         if path == "/_reset":
             with _lock:
                 _request_counts.clear()
                 _fault_counts.clear()
-            return self._send_json({"ok": True})
+            return self._send_json({"ok": True}, head)
         with _lock:
             _request_counts[path] = _request_counts.get(path, 0) + 1
 
@@ -119,12 +120,12 @@ class Handler(BaseHTTPRequestHandler):
         if rng and not (active and "norange" in query):
             m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng.strip())
             if not m:
-                return self._range_not_satisfiable(size)
+                    return self._range_not_satisfiable(size, head)
             start = int(m.group(1))
             end = int(m.group(2)) if m.group(2) else size - 1
             end = min(end, size - 1)
             if start >= size or start > end:
-                return self._range_not_satisfiable(size)
+                return self._range_not_satisfiable(size, head)
             partial = True
         if active and "shortrange" in query and partial:
             end = min(end, start + int(query["shortrange"]) - 1)
@@ -159,13 +160,14 @@ class Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
 
-    def _range_not_satisfiable(self, size):
+    def _range_not_satisfiable(self, size, head=False):
         body = b"range not satisfiable\n"
         self.send_response(416)
         self.send_header("Content-Range", f"bytes */{size}")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not head:
+            self.wfile.write(body)
 
 
 def serve(server, announce):
