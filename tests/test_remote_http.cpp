@@ -187,6 +187,18 @@ TEST_F(RemoteHttp, ReadPastTheRealEndWithAWrongKnownSizeIs416)
   EXPECT_THROW(h.read(buf.data(), buf.size(), data_.size() - 10), RemoteTruncatedError);
 }
 
+TEST_F(RemoteHttp, RedirectsAreFollowedForSizeAndRanges)
+{
+  for (const char* code : {"301", "302", "307"}) {
+    SCOPED_TRACE(code);
+    auto h = RemoteHandle::open(url(std::string("redirect=") + code));
+    ASSERT_EQ(h.nbytes(), data_.size());
+    std::vector<char> buf(33'333);
+    EXPECT_EQ(h.read(buf.data(), buf.size(), 4321), buf.size());
+    expect_bytes(data_, buf, 4321, buf.size());
+  }
+}
+
 TEST_F(RemoteHttp, MissingObjectIs404NamingUrl)
 {
   auto missing = server_->base_url() + "/nope.bin";

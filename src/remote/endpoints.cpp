@@ -106,7 +106,14 @@ HttpEndpoint::HttpEndpoint(std::string url)
   require_http_url(url_, "HttpEndpoint");
 }
 
-void HttpEndpoint::setopt(CurlHandle& curl) { curl.setopt(CURLOPT_URL, url_.c_str()); }
+void HttpEndpoint::setopt(CurlHandle& curl)
+{
+  curl.setopt(CURLOPT_URL, url_.c_str());
+  // Download links often redirect (to a CDN or mirror); libcurl keeps the Range header and
+  // does not forward credentials to another host.
+  curl.setopt(CURLOPT_FOLLOWLOCATION, 1L);
+  curl.setopt(CURLOPT_MAXREDIRS, 5L);
+}
 
 std::string HttpEndpoint::str() const { return "HttpEndpoint(" + redact_url(url_) + ")"; }
 

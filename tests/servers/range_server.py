@@ -13,6 +13,7 @@ be expressed (the counter is shared by every request carrying the same fid):
   shortrange=BYTES answer a complete 206 that covers only BYTES bytes of the requested range
   count=N          apply the fault to the first N requests of this fid only (default: all)
   fid=NAME         the counter name (default: the path plus the query)
+  redirect=CODE    answer CODE (301/302/307) with a Location: the same path without faults
 
 Control endpoints: GET /_stats returns JSON {"requests": {path: count}}; /_reset clears it.
 With --tls-cert/--tls-key the server speaks HTTPS. The chosen port is printed on stdout as
@@ -93,6 +94,12 @@ class Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            return
+        if "redirect" in query:
+            self.send_response(int(query["redirect"]))
+            self.send_header("Location", url.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         if active and "fail" in query:
             code = int(query["fail"])
