@@ -11,6 +11,8 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "core/task_split.hpp"
+#include "remote/staging.hpp"
+#include "remote/transfer.hpp"
 #include "remote_servers.hpp"
 #include "test_utils.hpp"
 
@@ -573,4 +575,30 @@ TEST_F(RemoteHttps, CaDirectoryFromSslCertDir)
 {
   ScopedEnv e("SSL_CERT_DIR", dir_.file("certs"));
   expect_round_trip();
+}
+
+TEST_F(RemoteHttp, RangeStagedThroughTwoBuffersSurvivesAResume)
+{
+  // The path device reads will take: fetch_range into a StagingSink, here with host memory
+  // standing in for the device and a truncated first response forcing a resume.
+  defaults::set_http_max_attempts(2);
+  HttpEndpoint endpoint(url("truncate=300000&count=1&fid=s"));
+  std::vector<char> dest(900'000), b0(65'536), b1(65'536);
+  int flushes = 0;
+  detail::StagingSink sink(
+    b0.data(),
+    b1.data(),
+    b0.size(),
+    [&](int, const char* p, std::size_t n, std::size_t off) {
+      std::memcpy(dest.data() + off, p, n);
+      ++flushes;
+    },
+    [](int) {});
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(detail::fetch_range(endpoint, 55, dest.size(), std::ref(sink)), dest.size());
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(sink.finish(), dest.size());
+  expect_bytes(data_, dest, 55, dest.size());
+  EXPECT_EQ(flushes, static_cast<int>((dest.size() + 65'535) / 65'536));
+  EXPECT_EQ(count_lines_with(err, "retrying"), 1U) << err;
 }

@@ -14,13 +14,13 @@ namespace detail {
 // Reads one range into `buf`. This is the one place where the destination's memory kind
 // matters. Host memory: the sink copies each network piece straight into place.
 //
-// Device memory (to wire once src/device/ has its pinned bounce-buffer pool and pointer
-// inspection): if `buf` is a device pointer, take a pinned buffer from the pool for this
-// thread, and give fetch_range a sink that appends into it; when it is full (or the range
-// ends), enqueue its async host-to-device copy to buf + copied on the thread's stream and
-// continue filling a second pinned buffer, waiting on the first's copy before reusing it.
-// That overlaps the network transfer with the copies; memory stays bounded by two bounce
-// buffers per pool thread.
+// Device memory (to wire once src/device/ has pointer inspection and its pinned bounce-buffer
+// pool): if `buf` is a device pointer, make the sink a StagingSink (remote/staging.hpp) over
+// two pinned buffers from the pool, whose flush enqueues cuMemcpyHtoDAsync(buf + dest_offset)
+// on the thread's stream and records the slot's event, and whose wait synchronises on that
+// event; call its finish() after fetch_range returns (and on error, before the buffers go
+// back to the pool). The network transfer then overlaps the copies, and memory stays at two
+// bounce buffers per pool thread.
 std::size_t read_range_into(RemoteEndpoint& endpoint,
                             void* buf,
                             std::size_t size,
