@@ -201,6 +201,16 @@ TEST_F(RemoteHttp, RedirectsAreFollowedForSizeAndRanges)
   }
 }
 
+TEST_F(RemoteHttp, ServerRefusingHeadGivesSizeThroughOneByteGet)
+{
+  auto h = RemoteHandle::open(url("nohead=1"));
+  ASSERT_EQ(h.nbytes(), data_.size());
+  std::vector<char> buf(1000);
+  EXPECT_EQ(h.read(buf.data(), buf.size(), data_.size() - 1000), buf.size());
+  expect_bytes(data_, buf, data_.size() - 1000, buf.size());
+  EXPECT_EQ(requests(), 2U);  // GETs: the one-byte range for the size, then the read
+}
+
 TEST_F(RemoteHttp, MissingObjectIs404NamingUrl)
 {
   auto missing = server_->base_url() + "/nope.bin";

@@ -117,7 +117,19 @@ void HttpEndpoint::setopt(CurlHandle& curl)
 
 std::string HttpEndpoint::str() const { return "HttpEndpoint(" + redact_url(url_) + ")"; }
 
-std::size_t HttpEndpoint::get_file_size() { return detail::size_from_head(*this); }
+std::size_t HttpEndpoint::get_file_size()
+{
+  // Some servers allow only GET (405/501 to HEAD) or omit Content-Length on HEAD; a one-byte
+  // range GET then gives the size in its Content-Range.
+  auto r = detail::fetch_meta(*this, detail::MetaKind::head_or_status);
+  if (r.status >= 200 && r.status < 300 && r.content_length >= 0) {
+    return static_cast<std::size_t>(r.content_length);
+  }
+  if (r.status == 405 || r.status == 501 || (r.status >= 200 && r.status < 300)) {
+    return detail::size_from_first_byte(*this);
+  }
+  return detail::size_from_head(*this);  // throws the error that fits the status
+}
 
 bool HttpEndpoint::is_url_valid(const std::string& url) noexcept
 {

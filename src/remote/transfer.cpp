@@ -453,9 +453,9 @@ Response fetch_meta(RemoteEndpoint& endpoint,
                     const std::function<void(CurlHandle&)>& customize)
 {
   Response out;
-  const char* verb = kind == MetaKind::head  ? "HEAD"
-                     : kind == MetaKind::get ? "GET"
-                                             : "GET bytes=0-0";
+  const char* verb = kind == MetaKind::get          ? "GET"
+                     : kind == MetaKind::first_byte ? "GET bytes=0-0"
+                                                    : "HEAD";
   with_retries(
     endpoint,
     [&] { return std::string(verb) + " of"; },
@@ -465,7 +465,9 @@ Response fetch_meta(RemoteEndpoint& endpoint,
       set_common_options(curl, errbuf);
       endpoint.setopt(curl);
       if (customize) { customize(curl); }
-      if (kind == MetaKind::head) { curl.setopt(CURLOPT_NOBODY, 1L); }
+      if (kind == MetaKind::head || kind == MetaKind::head_or_status) {
+        curl.setopt(CURLOPT_NOBODY, 1L);
+      }
       if (kind == MetaKind::first_byte) { curl.setopt(CURLOPT_RANGE, "0-0"); }
       HeaderState headers;
       MetaBody body;
@@ -478,8 +480,9 @@ Response fetch_meta(RemoteEndpoint& endpoint,
       curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
       a.curl_error = errbuf;
       if (a.rc != CURLE_OK) { return a; }
-      bool empty_object = kind == MetaKind::first_byte && a.status == 416;
-      if ((a.status < 200 || a.status >= 300) && !empty_object) {
+      bool accepted = (kind == MetaKind::first_byte && a.status == 416) ||
+                      (kind == MetaKind::head_or_status && (a.status == 405 || a.status == 501));
+      if ((a.status < 200 || a.status >= 300) && !accepted) {
         a.error_code = error_code_from_body(body.body);
         return a;
       }

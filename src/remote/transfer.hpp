@@ -32,7 +32,8 @@ struct Response {
 };
 
 /// What a metadata request is: HEAD, a GET of a small body, or a one-byte range GET.
-enum class MetaKind { head, get, first_byte };
+/// head_or_status is a HEAD whose 405 and 501 answers are returned rather than thrown.
+enum class MetaKind { head, get, first_byte, head_or_status };
 
 /// Runs a metadata request on `endpoint` (after `endpoint.setopt`, `customize` may change the
 /// URL), with retries. Success is any 2xx, or 416 for first_byte (an empty object).

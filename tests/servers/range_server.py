@@ -13,6 +13,7 @@ be expressed (the counter is shared by every request carrying the same fid):
   shortrange=BYTES answer a complete 206 that covers only BYTES bytes of the requested range
   count=N          apply the fault to the first N requests of this fid only (default: all)
   fid=NAME         the counter name (default: the path plus the query)
+  nohead=1         answer HEAD with 405 (servers that only allow GET)
   redirect=CODE    answer CODE (301/302/307) with a Location: the same path without faults
 
 Control endpoints: GET /_stats returns JSON {"requests": {path: count}}; /_reset clears it.
@@ -61,6 +62,12 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def do_HEAD(self):
+        if "nohead=1" in self.path:
+            self.send_response(405)
+            self.send_header("Allow", "GET")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         self._serve(head=True)
 
     def do_GET(self):
