@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -611,4 +612,52 @@ TEST_F(RemoteHttp, RangeStagedThroughTwoBuffersSurvivesAResume)
   expect_bytes(data_, dest, 55, dest.size());
   EXPECT_EQ(flushes, static_cast<int>((dest.size() + 65'535) / 65'536));
   EXPECT_EQ(count_lines_with(err, "retrying"), 1U) << err;
+}
+
+TEST_F(RemoteHttp, EveryFailureKindKeepsSecretsOutOfItsMessage)
+{
+  defaults::set_http_max_attempts(1);
+  defaults::set_http_timeout(1);
+  const std::string secrets =
+    "&X-Amz-Credential=AKIDLEAK&X-Amz-Signature=SIGLEAK"
+    "&X-Amz-Security-Token=TOKLEAK";
+  struct Case {
+    std::string fault;
+    long status;
+    std::function<void(RemoteHandle&)> check;
+  };
+  auto read_at = [](std::size_t off) {
+    return [off](RemoteHandle& h) {
+      std::vector<char> buf(2000);
+      h.read(buf.data(), buf.size(), off);
+    };
+  };
+  const std::vector<Case> cases = {
+    {"fail=404", 404, read_at(0)},
+    {"fail=403", 403, read_at(0)},
+    {"fail=503", 503, read_at(0)},
+    {"norange=1", 200, read_at(10)},
+    {"truncate=10", 206, read_at(0)},
+    {"shortrange=10", 206, read_at(0)},
+    {"delay=2", 0, read_at(0)},
+    {"drop=1", 0, read_at(0)},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.fault);
+    auto u = server_->base_url() + "/data.bin?" + c.fault + secrets;
+    auto h = RemoteHandle::open(u, RemoteEndpointType::HTTP, std::nullopt, data_.size());
+    try {
+      c.check(h);
+      ADD_FAILURE() << "expected a RemoteError";
+    } catch (const RemoteError& e) {
+      std::string what = e.what();
+      EXPECT_EQ(e.http_status(), c.status) << what;
+      EXPECT_NE(what.find("HTTP status " + std::to_string(c.status)), std::string::npos) << what;
+      EXPECT_NE(what.find(server_->base_url() + "/data.bin?" + c.fault), std::string::npos) << what;
+      for (const char* leak : {"AKIDLEAK", "SIGLEAK", "TOKLEAK"}) {
+        EXPECT_EQ(what.find(leak), std::string::npos) << what;
+        EXPECT_EQ(e.url().find(leak), std::string::npos) << e.url();
+      }
+    }
+  }
 }
