@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git rsync
-              libgtest-dev libgmock-dev clang-format python3 python3-pip python3-venv)
-PIP_PACKAGES=()
+              libgtest-dev libgmock-dev clang-format python3 python3-pip python3-venv
+              libcurl4-openssl-dev openssl nginx-light)
+PIP_PACKAGES=("moto[server]>=5" boto3)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -14,11 +14,11 @@ step() { echo; echo "=== $* ==="; }
 step "C++ tests"
 (cd "$BUILD_DIR" && ctest -j"$JOBS" --output-on-failure)
 
-step "C++ host tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+step "C++ host and remote tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKVIKIO_SANITIZE=address,undefined \
   -DKVIKIO_BUILD_TOOLS=OFF >/dev/null
 cmake --build build-asan -j"$JOBS"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j"$JOBS" -L host --output-on-failure)
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j"$JOBS" -L "host|remote" --output-on-failure)
 
 step "thread pool and parallel IO under ThreadSanitizer"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKVIKIO_SANITIZE=thread \
