@@ -104,7 +104,10 @@ std::size_t request_size(const BufferView& view,
                             .c_str());
   }
   const std::size_t room = view.nbytes() - buf_offset;
-  if (!n) { return room; }
+  if (!n) {
+    require_supported(view);
+    return room;
+  }
   if (*n > room) {
     std::string where = offset_name == nullptr
                           ? ""
@@ -114,6 +117,7 @@ std::size_t request_size(const BufferView& view,
                            where)
                             .c_str());
   }
+  require_supported(view);
   return *n;
 }
 
@@ -206,8 +210,7 @@ class File {
 
   IOFuture pread(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
-    auto view = BufferView::from_object(buf, /*writable=*/true);
-    require_supported(view);
+    auto view             = BufferView::from_object(buf, /*writable=*/true);
     const std::size_t n   = request_size(view, size);
     const std::size_t off = to_size(file_offset, "file_offset");
     const std::size_t ts =
@@ -218,8 +221,7 @@ class File {
 
   IOFuture pwrite(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
-    auto view = BufferView::from_object(buf, /*writable=*/false);
-    require_supported(view);
+    auto view           = BufferView::from_object(buf, /*writable=*/false);
     const std::size_t n = request_size(view, size);
     const std::size_t off =
       file_offset.is_none() ? unspecified_offset : to_size(file_offset, "file_offset");
@@ -245,8 +247,7 @@ class File {
                        nb::handle file_offset,
                        nb::handle dev_offset)
   {
-    auto view = BufferView::from_object(buf, /*writable=*/true);
-    require_supported(view);
+    auto view             = BufferView::from_object(buf, /*writable=*/true);
     const std::size_t bo  = to_size(dev_offset, "dev_offset");
     const std::size_t n   = request_size(view, size, bo, "dev_offset");
     const std::size_t off = to_size(file_offset, "file_offset");
@@ -259,8 +260,7 @@ class File {
                         nb::handle file_offset,
                         nb::handle dev_offset)
   {
-    auto view = BufferView::from_object(buf, /*writable=*/false);
-    require_supported(view);
+    auto view            = BufferView::from_object(buf, /*writable=*/false);
     const std::size_t bo = to_size(dev_offset, "dev_offset");
     const std::size_t n  = request_size(view, size, bo, "dev_offset");
     const std::size_t off =
@@ -322,18 +322,18 @@ class Mmap {
 
   std::size_t read(nb::handle buf, nb::handle size, nb::handle offset)
   {
-    auto view = BufferView::from_object(buf, true);
-    require_supported(view);
+    auto view     = BufferView::from_object(buf, true);
     auto [n, off] = checked(view, size, offset);
+    require_supported(view);
     nb::gil_scoped_release release;
     return handle_.read(view.ptr(), n, off);
   }
 
   IOFuture pread(nb::handle buf, nb::handle size, nb::handle offset, nb::handle task_size)
   {
-    auto view = BufferView::from_object(buf, true);
-    require_supported(view);
+    auto view     = BufferView::from_object(buf, true);
     auto [n, off] = checked(view, size, offset);
+    require_supported(view);
     const std::size_t ts =
       task_size.is_none() ? defaults::task_size() : to_size(task_size, "task_size");
     auto future = handle_.pread(view.ptr(), n, off, ts);
