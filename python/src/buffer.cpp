@@ -91,7 +91,7 @@ BufferView& BufferView::operator=(BufferView&& o) noexcept
     nbytes_     = o.nbytes_;
     is_device_  = o.is_device_;
     readonly_   = o.readonly_;
-    type_name_  = std::move(o.type_name_);
+    source_     = std::move(o.source_);
     owner_      = std::move(o.owner_);
     view_       = o.view_;
     has_view_   = o.has_view_;
@@ -111,20 +111,26 @@ void BufferView::release() noexcept
     has_view_ = false;
   }
   owner_.reset();
+  source_.reset();
+}
+
+std::string BufferView::type_name() const
+{
+  return source_.is_valid() ? type_name_of(source_) : std::string("buffer");
 }
 
 BufferView BufferView::from_object(nb::handle obj, bool writable)
 {
   BufferView out;
+  out.source_ = nb::borrow(obj);
   // 1. The buffer protocol: host memory (NumPy, bytes, bytearray, memoryview, array.array).
   if (PyObject_CheckBuffer(obj.ptr())) {
     if (PyObject_GetBuffer(obj.ptr(), &out.view_, PyBUF_RECORDS_RO) != 0) {
       throw nb::python_error();
     }
-    out.has_view_  = true;
-    out.type_name_ = type_name_of(obj);
+    out.has_view_ = true;
     if (PyBuffer_IsContiguous(&out.view_, 'C') == 0) {
-      value_error("the " + out.type_name_ +
+      value_error("the " + out.type_name() +
                   " buffer is not C-contiguous: kvikio needs contiguous memory (make a "
                   "contiguous copy first)");
     }
@@ -133,7 +139,7 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
     out.readonly_  = out.view_.readonly != 0;
     out.is_device_ = false;
     if (writable && out.readonly_) {
-      value_error("cannot read into a read-only " + out.type_name_ + " buffer");
+      value_error("cannot read into a read-only " + out.type_name() + " buffer");
     }
     return out;
   }
@@ -141,14 +147,13 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
   // 2. __cuda_array_interface__ (CuPy, Numba, CUDA tensors of PyTorch): device memory.
   if (nb::hasattr(obj, "__cuda_array_interface__")) {
     nb::dict cai          = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
-    out.type_name_        = type_name_of(obj);
     nb::tuple data        = nb::cast<nb::tuple>(cai["data"]);
     auto ptr              = nb::cast<std::uintptr_t>(data[0]);
     bool ro               = nb::cast<bool>(data[1]);
     auto typestr          = nb::cast<std::string>(cai["typestr"]);
     std::int64_t itemsize = typestr.size() > 2 ? std::stoll(typestr.substr(2)) : 0;
     if (itemsize <= 0) {
-      value_error("the " + out.type_name_ + " __cuda_array_interface__ has an unknown typestr '" +
+      value_error("the " + out.type_name() + " __cuda_array_interface__ has an unknown typestr '" +
                   typestr + "'");
     }
     std::vector<std::int64_t> shape;
@@ -160,7 +165,7 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
       count *= d;
     }
     if (cai.contains("mask") && !cai["mask"].is_none()) {
-      value_error("masked " + out.type_name_ + " arrays are not supported");
+      value_error("masked " + out.type_name() + " arrays are not supported");
     }
     if (cai.contains("strides") && !cai["strides"].is_none()) {
       std::vector<std::int64_t> strides;
@@ -168,7 +173,7 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
         strides.push_back(nb::cast<std::int64_t>(s));
       }
       if (strides.size() != shape.size() || !c_contiguous(shape, strides, itemsize)) {
-        value_error("the " + out.type_name_ +
+        value_error("the " + out.type_name() +
                     " array is not C-contiguous: kvikio needs contiguous memory (make a "
                     "contiguous copy first)");
       }
@@ -177,9 +182,8 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
     out.nbytes_    = static_cast<std::size_t>(count * itemsize);
     out.readonly_  = ro;
     out.is_device_ = true;
-    out.owner_     = nb::borrow(obj);
     if (writable && out.readonly_) {
-      value_error("cannot read into a read-only " + out.type_name_ + " array");
+      value_error("cannot read into a read-only " + out.type_name() + " array");
     }
     return out;
   }
@@ -187,7 +191,6 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
   // 3. DLPack (PyTorch CPU tensors, JAX, ...). Ask for a versioned tensor (it carries a
   // read-only flag); producers that predate DLPack 1.0 reject max_version.
   if (nb::hasattr(obj, "__dlpack__")) {
-    out.type_name_ = type_name_of(obj);
     nb::object capsule;
     bool versioned = true;
     try {
@@ -207,14 +210,14 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
       auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
       t       = &m->dl_tensor;
     } else {
-      value_error("__dlpack__ of " + out.type_name_ + " did not return a DLPack capsule");
+      value_error("__dlpack__ of " + out.type_name() + " did not return a DLPack capsule");
     }
     // The capsule stays unconsumed and is kept alive with the view: its destructor runs the
     // producer's deleter once we are done with the memory.
     out.owner_              = capsule;
     const std::int32_t kind = t->device.device_type;
     if (kind != kDLCPU && kind != kDLCUDA && kind != kDLCUDAHost && kind != kDLCUDAManaged) {
-      value_error("the " + out.type_name_ + " tensor lives on DLPack device type " +
+      value_error("the " + out.type_name() + " tensor lives on DLPack device type " +
                   std::to_string(kind) + ", which kvikio cannot address (CPU or CUDA only)");
     }
     const std::int64_t itemsize =
@@ -230,7 +233,7 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
         strides.push_back(t->strides[i] * itemsize);  // DLPack strides count elements
       }
       if (!c_contiguous(shape, strides, itemsize)) {
-        value_error("the " + out.type_name_ +
+        value_error("the " + out.type_name() +
                     " tensor is not C-contiguous: kvikio needs contiguous memory (call "
                     ".contiguous() first)");
       }
@@ -239,7 +242,7 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
     out.nbytes_    = static_cast<std::size_t>(count * itemsize);
     out.is_device_ = kind == kDLCUDA || kind == kDLCUDAManaged;
     if (writable && out.readonly_) {
-      value_error("cannot read into a read-only " + out.type_name_ + " tensor");
+      value_error("cannot read into a read-only " + out.type_name() + " tensor");
     }
     return out;
   }

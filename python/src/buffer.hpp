@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <nanobind/nanobind.h>
 
@@ -31,8 +32,9 @@ class BufferView {
   [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
   [[nodiscard]] bool is_device() const noexcept { return is_device_; }
   [[nodiscard]] bool readonly() const noexcept { return readonly_; }
-  /// "numpy.ndarray", "cupy.ndarray", ...: for messages.
-  [[nodiscard]] const std::string& type_name() const noexcept { return type_name_; }
+  /// "numpy.ndarray", "cupy.ndarray", ...: for messages (computed on demand: it costs
+  /// attribute lookups that a successful call does not need).
+  [[nodiscard]] std::string type_name() const;
 
  private:
   void release() noexcept;
@@ -41,8 +43,8 @@ class BufferView {
   std::size_t nbytes_{0};
   bool is_device_{false};
   bool readonly_{false};
-  std::string type_name_;
-  nanobind::object owner_;  // the exporter, or the DLPack capsule
+  nanobind::object source_;  // the object given
+  nanobind::object owner_;   // the DLPack capsule, when there is one
   Py_buffer view_{};
   bool has_view_{false};
 };
