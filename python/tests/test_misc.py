@@ -85,11 +85,6 @@ def test_remote_file_gives_a_clear_error():
         kvikio.RemoteFile.open_s3("b", "o")
 
 
-def test_zarr_import_gives_a_clear_error():
-    with pytest.raises(ImportError, match="pending"):
-        importlib.import_module("kvikio.zarr")
-
-
 def test_stubs_ship_with_the_package():
     pkg = os.path.dirname(kvikio.__file__)
     assert os.path.exists(os.path.join(pkg, "_lib.pyi"))
