@@ -180,11 +180,16 @@ class CuFile:
         size: Optional[int] = None,
         file_offset: int = 0,
         dev_offset: int = 0,
-    ) -> IOFutureStream:
+    ) -> Any:
         """Read ordered on CUDA ``stream`` (a CuPy/Numba/PyTorch stream or a handle).
 
-        The read happens after the work queued on the stream before it; call
-        ``check_bytes_done()`` on the result after synchronizing the stream."""
+        The read runs after the work queued on the stream before it, and work queued after
+        it sees the data. Call ``check_bytes_done()`` on the result to wait for it and get
+        the bytes read. Device buffers use libkvikio's stream-ordered IO; host buffers (and
+        builds without it) wait for the stream, then read on this thread."""
+        native = getattr(self._handle, "raw_read_async", None)
+        if native is not None and _lib.is_device_buffer(buf):
+            return native(buf, stream_handle(stream), size, file_offset, dev_offset)
         _synchronize(stream)
         return IOFutureStream(self._handle.raw_read(buf, size, file_offset, dev_offset))
 
@@ -193,10 +198,13 @@ class CuFile:
         buf: Any,
         stream: Any,
         size: Optional[int] = None,
-        file_offset: Optional[int] = None,
+        file_offset: int = 0,
         dev_offset: int = 0,
-    ) -> IOFutureStream:
+    ) -> Any:
         """Write ordered on CUDA ``stream``; see :meth:`raw_read_async`."""
+        native = getattr(self._handle, "raw_write_async", None)
+        if native is not None and _lib.is_device_buffer(buf):
+            return native(buf, stream_handle(stream), size, file_offset, dev_offset)
         _synchronize(stream)
         return IOFutureStream(self._handle.raw_write(buf, size, file_offset, dev_offset))
 

@@ -2,8 +2,9 @@
 
 ``get(key)`` reads one; ``set({...})`` / ``set(key, value)`` changes the settable ones and,
 used as a context manager, restores the previous values on exit. Unknown keys raise
-``KeyError``; setting a read-only property raises ``ValueError``. Without a usable cuFile
-driver, ``is_gds_available`` is False and reading any other property raises ``RuntimeError``.
+``KeyError``; setting a read-only property raises ``ValueError``. ``is_gds_available`` says
+whether GPUDirect Storage proper (nvidia-fs) is present; without a usable cuFile library,
+it is False and reading any other property raises ``RuntimeError``.
 
 Sizes are in KiB, as in cuFile.
 """
@@ -61,12 +62,11 @@ def _set_one(key: str, value: Any) -> None:
     if kind is bool:
         if not isinstance(value, bool):
             raise ValueError(f"cuFile driver property {key!r} needs True or False, got {value!r}")
-        value = int(value)
     elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(
             f"cuFile driver property {key!r} needs a non-negative integer, got {value!r}"
         )
-    _lib.driver_set(key, value)
+    _lib.driver_set(key, int(value), kind is bool)
 
 
 def _get_for_restore(key: str) -> Any:

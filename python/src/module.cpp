@@ -173,6 +173,36 @@ class IOFuture {
   std::size_t result_{0};
 };
 
+#if KVIKIO_PY_HAS_STREAM
+/// The result of a stream-ordered read/write of device memory (libkvikio's StreamFuture).
+/// Holds the buffer and the argument block until destroyed.
+class StreamIOFuture {
+ public:
+  StreamIOFuture(StreamFuture future, BufferView view)
+    : view_(std::move(view)), future_(std::move(future))
+  {
+  }
+  /// Waits for the stream (GIL released); returns the bytes moved or raises the failure.
+  std::size_t check_bytes_done()
+  {
+    nb::gil_scoped_release release;
+    return future_.check_bytes_done();
+  }
+
+ private:
+  BufferView view_;  // destroyed after future_, which may still wait on the stream
+  StreamFuture future_;
+};
+
+off_t to_off_t(std::size_t v, const char* what)
+{
+  if (v > static_cast<std::size_t>(std::numeric_limits<off_t>::max())) {
+    throw std::overflow_error(std::string(what) + " " + std::to_string(v) + " is too large");
+  }
+  return static_cast<off_t>(v);
+}
+#endif
+
 class File {
  public:
   File(const std::string& path,
@@ -268,6 +298,48 @@ class File {
     nb::gil_scoped_release release;
     return handle_.write(view.ptr(), n, off, bo);
   }
+
+#if KVIKIO_PY_HAS_STREAM
+  /// Stream-ordered IO of device memory on CUstream `stream` (see FileHandle::read_async).
+  StreamIOFuture raw_read_async(nb::handle buf,
+                                std::uintptr_t stream,
+                                nb::handle size,
+                                nb::handle file_offset,
+                                nb::handle dev_offset)
+  {
+    return stream_io(false, buf, stream, size, file_offset, dev_offset);
+  }
+  StreamIOFuture raw_write_async(nb::handle buf,
+                                 std::uintptr_t stream,
+                                 nb::handle size,
+                                 nb::handle file_offset,
+                                 nb::handle dev_offset)
+  {
+    return stream_io(true, buf, stream, size, file_offset, dev_offset);
+  }
+
+  StreamIOFuture stream_io(bool write,
+                           nb::handle buf,
+                           std::uintptr_t stream,
+                           nb::handle size,
+                           nb::handle file_offset,
+                           nb::handle dev_offset)
+  {
+    auto view            = BufferView::from_object(buf, /*writable=*/!write);
+    const std::size_t bo = to_size(dev_offset, "dev_offset");
+    const std::size_t n  = request_size(view, size, bo, "dev_offset");
+    const off_t off      = to_off_t(to_size(file_offset, "file_offset"), "file_offset");
+    auto* ptr            = view.ptr();
+    auto* cu_stream      = reinterpret_cast<CUstream>(stream);
+    StreamFuture future;
+    {
+      nb::gil_scoped_release release;  // without the stream API this waits for the stream
+      future = write ? handle_.write_async(ptr, n, off, static_cast<off_t>(bo), cu_stream)
+                     : handle_.read_async(ptr, n, off, static_cast<off_t>(bo), cu_stream);
+    }
+    return {std::move(future), std::move(view)};
+  }
+#endif
 
   /// `iterations` times pread(buf, size, file_offset).get() from C++, GIL released; returns
   /// the seconds taken. The reference for the Python-layer overhead benchmark.
@@ -599,7 +671,13 @@ NB_MODULE(_lib, m)
          "Wait for the IO (GIL released); return the bytes moved or raise its error.")
     .def("done", &IOFuture::done, "True when the IO has finished.");
 
-  nb::class_<File>(m, "FileHandle", "A local file (libkvikio's FileHandle).")
+#if KVIKIO_PY_HAS_STREAM
+  nb::class_<StreamIOFuture>(m, "StreamIOFuture", "The result of a stream-ordered read/write.")
+    .def("check_bytes_done", &StreamIOFuture::check_bytes_done);
+#endif
+
+  auto file_class = nb::class_<File>(m, "FileHandle", "A local file (libkvikio's FileHandle).");
+  file_class
     .def(nb::init<const std::string&, const std::string&, mode_t, std::optional<CompatMode>>(),
          "path"_a,
          "flags"_a       = "r",
@@ -651,6 +729,24 @@ NB_MODULE(_lib, m)
          "dev_offset"_a  = 0)
     .def(
       "_pread_get_loop", &File::pread_get_loop, "buf"_a, "size"_a, "file_offset"_a, "iterations"_a);
+
+#if KVIKIO_PY_HAS_STREAM
+  file_class
+    .def("raw_read_async",
+         &File::raw_read_async,
+         "buf"_a,
+         "stream"_a,
+         "size"_a        = nb::none(),
+         "file_offset"_a = 0,
+         "dev_offset"_a  = 0)
+    .def("raw_write_async",
+         &File::raw_write_async,
+         "buf"_a,
+         "stream"_a,
+         "size"_a        = nb::none(),
+         "file_offset"_a = 0,
+         "dev_offset"_a  = 0);
+#endif
 
   nb::class_<Mmap>(m, "MmapHandle", "A read-only memory map of a file (libkvikio's MmapHandle).")
     .def(nb::init<const std::string&,
@@ -726,7 +822,11 @@ NB_MODULE(_lib, m)
     "bounce_buffer_free", &wiring::bounce_buffer_free, nb::call_guard<nb::gil_scoped_release>());
   m.def("driver_is_gds_available", &wiring::driver_is_gds_available);
   m.def("driver_get", &wiring::driver_get, "name"_a);
-  m.def("driver_set", &wiring::driver_set, "name"_a, "value"_a);
+  m.def("driver_set", &wiring::driver_set, "name"_a, "value"_a, "is_bool"_a);
+  m.def(
+    "is_device_buffer",
+    [](nb::handle buf) { return BufferView::from_object(buf, false).is_device(); },
+    "buf"_a);
   m.def("pending_bindings", &wiring::pending);
 
   m.def("_plain_parallel_io",

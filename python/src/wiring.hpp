@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <kvikio/error.hpp>
@@ -31,6 +32,7 @@
 #if __has_include(<kvikio/cufile/driver.hpp>)
 #include <kvikio/cufile/driver.hpp>
 #define KVIKIO_PY_HAS_DRIVER 1
+#define KVIKIO_PY_DRIVER_BY_NAME 1
 #elif __has_include(<kvikio/driver.hpp>)
 #include <kvikio/driver.hpp>
 #define KVIKIO_PY_HAS_DRIVER 1
@@ -90,13 +92,13 @@ inline void stream_register([[maybe_unused]] std::uintptr_t stream,
                             [[maybe_unused]] unsigned int flags)
 {
 #if KVIKIO_PY_HAS_STREAM
-  kvikio::stream_register(reinterpret_cast<void*>(stream), flags);
+  kvikio::stream_register(reinterpret_cast<CUstream>(stream), flags);
 #endif
 }
 inline void stream_deregister([[maybe_unused]] std::uintptr_t stream)
 {
 #if KVIKIO_PY_HAS_STREAM
-  kvikio::stream_deregister(reinterpret_cast<void*>(stream));
+  kvikio::stream_deregister(reinterpret_cast<CUstream>(stream));
 #endif
 }
 
@@ -129,7 +131,11 @@ inline bool driver_is_gds_available()
 
 inline std::size_t driver_get(const std::string& name)
 {
-#if KVIKIO_PY_HAS_DRIVER
+#if defined(KVIKIO_PY_DRIVER_BY_NAME)
+  auto value = kvikio::cufile_driver::get(name);
+  if (const bool* flag = std::get_if<bool>(&value)) { return *flag ? 1 : 0; }
+  return std::get<std::size_t>(value);
+#elif KVIKIO_PY_HAS_DRIVER
   kvikio::DriverProperties p;
   if (name == "major_version") { return p.get_nvfs_major_version(); }
   if (name == "minor_version") { return p.get_nvfs_minor_version(); }
@@ -146,9 +152,18 @@ inline std::size_t driver_get(const std::string& name)
 #endif
 }
 
-inline void driver_set(const std::string& name, [[maybe_unused]] std::size_t value)
+/// `is_bool`: the property is a flag (value 0 or 1).
+inline void driver_set(const std::string& name,
+                       [[maybe_unused]] std::size_t value,
+                       [[maybe_unused]] bool is_bool)
 {
-#if KVIKIO_PY_HAS_DRIVER
+#if defined(KVIKIO_PY_DRIVER_BY_NAME)
+  if (is_bool) {
+    kvikio::cufile_driver::set(name, kvikio::cufile_driver::Value{value != 0});
+  } else {
+    kvikio::cufile_driver::set(name, kvikio::cufile_driver::Value{value});
+  }
+#elif KVIKIO_PY_HAS_DRIVER
   kvikio::DriverProperties p;
   if (name == "poll_mode") { return p.set_nvfs_poll_mode(value != 0); }
   if (name == "poll_thresh_size") { return p.set_nvfs_poll_thresh_size(value); }

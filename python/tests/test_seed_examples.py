@@ -11,7 +11,8 @@ Where an example can run:
 - host: NumPy/host memory only -> runs everywhere, CI included;
 - gpu: uses CuPy or Numba device memory -> runs where a GPU and a device-capable kvikio are;
 - driver: needs the cuFile driver properties -> runs where cuFile is usable;
-- pending: RemoteFile and kvikio.zarr come with their own issues -> xfail, never counted;
+- zarr: the GDSStore example (GPU chunks) -> runs where zarr>=3 and a GPU are;
+- pending: RemoteFile comes with its own issue -> xfail, never counted;
 - needs cudf: cudf is installed nowhere here -> skipped with that reason.
 """
 
@@ -74,7 +75,7 @@ def classify(code: str) -> str:
     if "RemoteFile" in code:
         return "pending-remote"
     if "zarr" in code:
-        return "pending-zarr"
+        return "zarr"
     if "cudf" in code:
         return "cudf"
     if "cupy" in code or "numba" in code:
@@ -94,8 +95,6 @@ def example_params():
         marks = []
         if kind == "pending-remote":
             marks.append(pytest.mark.xfail(run=False, reason="pending: remote issue"))
-        elif kind == "pending-zarr":
-            marks.append(pytest.mark.xfail(run=False, reason="pending: zarr issue"))
         params.append(pytest.param(code, kind, id=f"{example_id}[{kind}]", marks=marks))
     return params
 
@@ -123,15 +122,19 @@ def seed_data(tmp_path_factory):
 def require(kind: str):
     if kind == "cudf":
         pytest.importorskip("cudf", reason="needs cudf (not installed here)")
-    if kind in ("gpu",):
+    if kind == "zarr":
+        pytest.importorskip("zarr", minversion="3", reason="needs zarr>=3 (not installed here)")
+    if kind in ("gpu", "zarr"):
         from conftest import gpu_module
 
         gpu_module("cupy")
     if kind == "driver":
         if "cufile_driver" in kvikio._lib.pending_bindings():
             pytest.skip("needs the cuFile driver: its binding is not wired in this build")
-        if not kvikio.cufile_driver.get("is_gds_available"):
-            pytest.skip("needs a usable cuFile driver (GPU machine)")
+        try:
+            kvikio.cufile_driver.get("major_version")
+        except RuntimeError as e:
+            pytest.skip(f"needs a usable cuFile driver (GPU machine): {e}")
 
 
 @pytest.mark.parametrize("code,kind", example_params())
