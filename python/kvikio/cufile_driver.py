@@ -52,10 +52,15 @@ def get(key: str) -> Any:
     kind, _ = _check_key(key)
     if key == "is_gds_available":
         return bool(_lib.driver_is_gds_available())
-    return kind(_lib.driver_get(key))
+    try:
+        return kind(_lib.driver_get(key))
+    except RuntimeError as e:
+        if key in str(e):
+            raise
+        raise RuntimeError(f"cannot read cuFile driver property {key!r}: {e}") from e
 
 
-def _set_one(key: str, value: Any) -> None:
+def _validate(key: str, value: Any) -> None:
     kind, settable = _check_key(key)
     if not settable:
         raise ValueError(f"cuFile driver property {key!r} is read-only")
@@ -66,7 +71,17 @@ def _set_one(key: str, value: Any) -> None:
         raise ValueError(
             f"cuFile driver property {key!r} needs a non-negative integer, got {value!r}"
         )
-    _lib.driver_set(key, int(value), kind is bool)
+
+
+def _set_one(key: str, value: Any) -> None:
+    _validate(key, value)
+    kind, _ = _PROPERTIES[key]
+    try:
+        _lib.driver_set(key, int(value), kind is bool)
+    except RuntimeError as e:
+        if key in str(e):
+            raise
+        raise RuntimeError(f"cannot set cuFile driver property {key!r}: {e}") from e
 
 
 def _get_for_restore(key: str) -> Any:
@@ -81,4 +96,7 @@ def set(*args: Any, **kwargs: Any) -> SettingsContext:
 
     Usable as a context manager that restores the previous values on exit.
     """
-    return SettingsContext(updates_from_args(args, kwargs, "set"), _get_for_restore, _set_one)
+    updates = updates_from_args(args, kwargs, "set")
+    for key, value in updates.items():  # every key and value, before anything is read or set
+        _validate(key, value)
+    return SettingsContext(updates, _get_for_restore, _set_one)

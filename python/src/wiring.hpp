@@ -64,10 +64,13 @@ inline std::vector<std::string> pending()
   std::vector<std::string> out;
   if (!KVIKIO_PY_HAS_BUFFER) { out.insert(out.end(), {"memory_register", "memory_deregister"}); }
   if (!KVIKIO_PY_DEVICE_MEMORY) { out.emplace_back("device_memory"); }
-  if (!KVIKIO_PY_HAS_STREAM) { out.insert(out.end(), {"stream_register", "stream_deregister"}); }
-  // FileHandle::read_async/write_async (cuFile stream API): until bound, Python synchronizes
-  // the stream and does the IO on the calling thread, as libkvikio does in compat mode.
-  out.insert(out.end(), {"raw_read_async", "raw_write_async"});
+  if (!KVIKIO_PY_HAS_STREAM) {
+    // FileHandle::read_async/write_async come with stream.hpp. Until then Python
+    // synchronizes the stream and does the IO on the calling thread, as libkvikio does in
+    // compat mode.
+    out.insert(out.end(),
+               {"stream_register", "stream_deregister", "raw_read_async", "raw_write_async"});
+  }
   if (!KVIKIO_PY_HAS_DRIVER) { out.emplace_back("cufile_driver"); }
   if (!KVIKIO_PY_HAS_BOUNCE_BUFFER) { out.emplace_back("bounce_buffer_free"); }
   return out;
