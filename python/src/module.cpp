@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <future>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -126,8 +127,12 @@ std::size_t request_size(const BufferView& view,
 /// memory.
 class IOFuture {
  public:
-  IOFuture(std::future<std::size_t> future, BufferView view)
-    : future_(std::move(future)), view_(std::move(view))
+  /// `keepalive`: what the IO reads from or writes to besides the buffer (a mapping), held
+  /// until the IO is done.
+  IOFuture(std::future<std::size_t> future,
+           BufferView view,
+           std::shared_ptr<void> keepalive = nullptr)
+    : future_(std::move(future)), view_(std::move(view)), keepalive_(std::move(keepalive))
   {
   }
   IOFuture(IOFuture&&)            = default;
@@ -156,7 +161,8 @@ class IOFuture {
       view_ = BufferView{};
       throw;
     }
-    view_   = BufferView{};
+    view_ = BufferView{};
+    keepalive_.reset();
     result_ = n;
     return n;
   }
@@ -170,6 +176,7 @@ class IOFuture {
  private:
   std::future<std::size_t> future_;
   BufferView view_;
+  std::shared_ptr<void> keepalive_;
   std::size_t result_{0};
 };
 
@@ -209,33 +216,31 @@ class File {
        const std::string& flags,
        mode_t mode,
        std::optional<CompatMode> compat)
+    : path_(path)
   {
-    nb::gil_scoped_release release;
-    handle_ = FileHandle(path, flags, mode, compat.value_or(defaults::compat_mode()));
+    auto handle = std::make_shared<FileHandle>();
+    {
+      nb::gil_scoped_release release;
+      *handle = FileHandle(path, flags, mode, compat.value_or(defaults::compat_mode()));
+    }
+    handle_ = std::move(handle);
   }
 
-  void close() noexcept { handle_.close(); }
-  [[nodiscard]] bool closed() const noexcept { return handle_.closed(); }
-  [[nodiscard]] const std::string& path() const noexcept { return handle_.path(); }
-  [[nodiscard]] int fd() const
+  /// Drops this object's hold on the file. A blocking call running in another thread keeps
+  /// its own hold, so the file is closed when that call returns, never under it.
+  void close() noexcept { handle_.reset(); }
+  [[nodiscard]] bool closed() const noexcept { return !handle_ || handle_->closed(); }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  [[nodiscard]] int fd() const { return checked()->fd(); }
+  [[nodiscard]] int open_flags() const { return checked()->fd_open_flags(); }
+  [[nodiscard]] std::size_t nbytes() const { return checked()->nbytes(); }
+  [[nodiscard]] CompatMode compat_mode() const noexcept
   {
-    check_open();
-    return handle_.fd();
+    return handle_ ? handle_->compat_mode() : CompatMode::ON;
   }
-  [[nodiscard]] int open_flags() const
-  {
-    check_open();
-    return handle_.fd_open_flags();
-  }
-  [[nodiscard]] std::size_t nbytes() const
-  {
-    check_open();
-    return handle_.nbytes();
-  }
-  [[nodiscard]] CompatMode compat_mode() const noexcept { return handle_.compat_mode(); }
   [[nodiscard]] bool is_direct_io_supported() const noexcept
   {
-    return handle_.is_direct_io_supported();
+    return handle_ && handle_->is_direct_io_supported();
   }
 
   IOFuture pread(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
@@ -245,7 +250,7 @@ class File {
     const std::size_t off = to_size(file_offset, "file_offset");
     const std::size_t ts =
       task_size.is_none() ? defaults::task_size() : to_size(task_size, "task_size");
-    auto future = handle_.pread(view.ptr(), n, off, ts);
+    auto future = checked()->pread(view.ptr(), n, off, ts);
     return {std::move(future), std::move(view)};
   }
 
@@ -257,7 +262,7 @@ class File {
       file_offset.is_none() ? unspecified_offset : to_size(file_offset, "file_offset");
     const std::size_t ts =
       task_size.is_none() ? defaults::task_size() : to_size(task_size, "task_size");
-    auto future = handle_.pwrite(view.ptr(), n, off, ts);
+    auto future = checked()->pwrite(view.ptr(), n, off, ts);
     return {std::move(future), std::move(view)};
   }
 
@@ -281,8 +286,9 @@ class File {
     const std::size_t bo  = to_size(dev_offset, "dev_offset");
     const std::size_t n   = request_size(view, size, bo, "dev_offset");
     const std::size_t off = to_size(file_offset, "file_offset");
+    auto handle           = checked();
     nb::gil_scoped_release release;
-    return handle_.read(view.ptr(), n, off, bo);
+    return handle->read(view.ptr(), n, off, bo);
   }
 
   std::size_t raw_write(nb::handle buf,
@@ -295,8 +301,9 @@ class File {
     const std::size_t n  = request_size(view, size, bo, "dev_offset");
     const std::size_t off =
       file_offset.is_none() ? unspecified_offset : to_size(file_offset, "file_offset");
+    auto handle = checked();
     nb::gil_scoped_release release;
-    return handle_.write(view.ptr(), n, off, bo);
+    return handle->write(view.ptr(), n, off, bo);
   }
 
 #if KVIKIO_PY_HAS_STREAM
@@ -331,11 +338,12 @@ class File {
     const off_t off      = to_off_t(to_size(file_offset, "file_offset"), "file_offset");
     auto* ptr            = view.ptr();
     auto* cu_stream      = reinterpret_cast<CUstream>(stream);
+    auto handle          = checked();
     StreamFuture future;
     {
       nb::gil_scoped_release release;  // without the stream API this waits for the stream
-      future = write ? handle_.write_async(ptr, n, off, static_cast<off_t>(bo), cu_stream)
-                     : handle_.read_async(ptr, n, off, static_cast<off_t>(bo), cu_stream);
+      future = write ? handle->write_async(ptr, n, off, static_cast<off_t>(bo), cu_stream)
+                     : handle->read_async(ptr, n, off, static_cast<off_t>(bo), cu_stream);
     }
     return {std::move(future), std::move(view)};
   }
@@ -351,22 +359,27 @@ class File {
     auto view = BufferView::from_object(buf, true);
     require_supported(view);
     if (size > view.nbytes()) { throw nb::value_error("size is larger than the buffer"); }
+    auto handle = checked();
     nb::gil_scoped_release release;
     auto t0 = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < iterations; ++i) {
-      handle_.pread(view.ptr(), size, file_offset).get();
+      handle->pread(view.ptr(), size, file_offset).get();
     }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
  private:
-  void check_open() const
+  /// The handle, shared with the caller for the length of its call (taken with the GIL
+  /// held, so close() in another thread cannot pull it away).
+  [[nodiscard]] std::shared_ptr<FileHandle> checked() const
   {
-    if (handle_.closed()) {
-      throw nb::value_error(("I/O operation on closed file '" + handle_.path() + "'").c_str());
+    if (closed()) {
+      throw nb::value_error(("I/O operation on closed file '" + path_ + "'").c_str());
     }
+    return handle_;
   }
-  FileHandle handle_;
+  std::string path_;
+  std::shared_ptr<FileHandle> handle_;
 };
 
 class Mmap {
@@ -377,56 +390,62 @@ class Mmap {
        nb::handle initial_map_offset,
        mode_t mode,
        std::optional<int> map_flags)
+    : path_(path)
   {
     auto size   = to_opt_size(initial_map_size, "initial_map_size");
     auto offset = to_size(initial_map_offset, "initial_map_offset");
-    nb::gil_scoped_release release;
-    handle_ = MmapHandle(path, flags, size, offset, mode, map_flags);
+    auto handle = std::make_shared<MmapHandle>();
+    {
+      nb::gil_scoped_release release;
+      *handle = MmapHandle(path, flags, size, offset, mode, map_flags);
+    }
+    handle_ = std::move(handle);
   }
-  void close() noexcept { handle_.close(); }
-  [[nodiscard]] bool closed() const noexcept { return handle_.closed(); }
-  [[nodiscard]] std::size_t file_size() const { return handle_.file_size(); }
-  [[nodiscard]] std::size_t initial_map_size() const noexcept { return handle_.initial_map_size(); }
-  [[nodiscard]] std::size_t initial_map_offset() const noexcept
-  {
-    return handle_.initial_map_offset();
-  }
+  /// Drops this object's hold on the mapping: it is unmapped once no read (blocking, or a
+  /// pread's IOFuture) uses it any more.
+  void close() noexcept { handle_.reset(); }
+  [[nodiscard]] bool closed() const noexcept { return !handle_ || handle_->closed(); }
+  [[nodiscard]] std::size_t file_size() const { return checked()->file_size(); }
+  [[nodiscard]] std::size_t initial_map_size() const { return checked()->initial_map_size(); }
+  [[nodiscard]] std::size_t initial_map_offset() const { return checked()->initial_map_offset(); }
 
   std::size_t read(nb::handle buf, nb::handle size, nb::handle offset)
   {
     auto view     = BufferView::from_object(buf, true);
-    auto [n, off] = checked(view, size, offset);
+    auto handle   = checked();
+    auto [n, off] = checked_range(*handle, view, size, offset);
     require_supported(view);
     nb::gil_scoped_release release;
-    return handle_.read(view.ptr(), n, off);
+    return handle->read(view.ptr(), n, off);
   }
 
   IOFuture pread(nb::handle buf, nb::handle size, nb::handle offset, nb::handle task_size)
   {
     auto view     = BufferView::from_object(buf, true);
-    auto [n, off] = checked(view, size, offset);
+    auto handle   = checked();
+    auto [n, off] = checked_range(*handle, view, size, offset);
     require_supported(view);
     const std::size_t ts =
       task_size.is_none() ? defaults::task_size() : to_size(task_size, "task_size");
-    auto future = handle_.pread(view.ptr(), n, off, ts);
-    return {std::move(future), std::move(view)};
+    auto future = handle->pread(view.ptr(), n, off, ts);
+    // The tasks read from the mapping: the future keeps it mapped until they are done.
+    return {std::move(future), std::move(view), std::move(handle)};
   }
 
  private:
   /// (bytes, offset) of a read: `size`, or from `offset` to the end of the mapped range; a
   /// size larger than the buffer is a ValueError, a range outside the mapping an IndexError
   /// (raised by the C++ call).
-  std::optional<std::size_t> requested(nb::handle size) const { return to_opt_size(size, "size"); }
-  std::pair<std::optional<std::size_t>, std::size_t> checked(const BufferView& view,
-                                                             nb::handle size,
-                                                             nb::handle offset) const
+  static std::pair<std::optional<std::size_t>, std::size_t> checked_range(const MmapHandle& handle,
+                                                                          const BufferView& view,
+                                                                          nb::handle size,
+                                                                          nb::handle offset)
   {
-    auto n         = requested(size);
-    const auto off = to_size(offset, "offset");
-    if (handle_.closed()) { return {n, off}; }  // the C++ call raises the clear error
-    const std::size_t map_end = handle_.initial_map_offset() + handle_.initial_map_size();
-    std::size_t bytes =
-      n.value_or(off >= handle_.initial_map_offset() && off <= map_end ? map_end - off : 0);
+    auto n                    = to_opt_size(size, "size");
+    const auto off            = to_size(offset, "offset");
+    const std::size_t begin   = handle.initial_map_offset();
+    const std::size_t map_end = begin + handle.initial_map_size();
+    std::size_t bytes         = n.value_or(off >= begin && off <= map_end ? map_end - off : 0);
     if (bytes > view.nbytes()) {
       throw nb::value_error(("mmap read of " + std::to_string(bytes) + " bytes does not fit the " +
                              std::to_string(view.nbytes()) + "-byte " + view.type_name() +
@@ -435,7 +454,15 @@ class Mmap {
     }
     return {n, off};
   }
-  MmapHandle handle_;
+  [[nodiscard]] std::shared_ptr<MmapHandle> checked() const
+  {
+    if (closed()) {
+      throw nb::value_error(("I/O operation on closed mapping of '" + path_ + "'").c_str());
+    }
+    return handle_;
+  }
+  std::string path_;
+  std::shared_ptr<MmapHandle> handle_;
 };
 
 // ---- settings, by their Python names ----

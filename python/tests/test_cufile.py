@@ -394,3 +394,32 @@ def test_gil_is_released_during_io(tmp_path, random_bytes):
     t.join()
     assert during > 0
     np.testing.assert_array_equal(out, data)
+
+
+def test_close_during_blocking_io_in_another_thread(tmp_path, random_bytes):
+    """close() while another thread is inside a blocking call: that call finishes on its
+    own hold of the file; later calls get the closed-file error."""
+    import threading
+
+    data = random_bytes(32 << 20)
+    path = tmp_path / "big.bin"
+    write_file(path, data)
+    f = kvikio.CuFile(path, "r")
+    out = np.empty_like(data)
+    results = []
+
+    def reader():
+        for _ in range(20):
+            try:
+                results.append(f.raw_read(out))
+            except ValueError as e:
+                results.append(str(e))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    f.close()
+    t.join()
+    assert results[0] == data.nbytes or "closed file" in results[0]
+    assert all(r == data.nbytes or "closed file" in r for r in results)
+    if data.nbytes in results:
+        np.testing.assert_array_equal(out, data)

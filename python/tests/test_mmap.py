@@ -83,3 +83,21 @@ def test_bad_arguments(data_file):
         Mmap(path, flags="w")
     with pytest.raises(FileNotFoundError, match="nope.bin"):
         Mmap(path.parent / "nope.bin")
+
+
+def test_close_with_pread_in_flight_keeps_the_mapping(data_file):
+    path, data = data_file
+    with kvikio.defaults.set("num_threads", 4):
+        m = Mmap(path)
+        out = np.zeros_like(data)
+        fut = m.pread(out, task_size=1024)
+        m.close()  # the future still holds the mapping
+        assert m.closed
+        assert fut.get() == data.nbytes
+        np.testing.assert_array_equal(out, data)
+        futures = []
+        for _ in range(10):
+            m2 = Mmap(path)
+            futures.append(m2.pread(np.zeros_like(data), task_size=512))
+            del m2  # dropped with its pread in flight
+        assert [f.get() for f in futures] == [data.nbytes] * 10
