@@ -7,7 +7,7 @@ buffer protocol (NumPy, bytearray), ``__cuda_array_interface__`` (CuPy, Numba) o
 (PyTorch).
 """
 
-from kvikio import cufile_driver, defaults
+from kvikio import cufile_driver, defaults, mmap, numpy
 from kvikio._lib import CompatMode
 from kvikio._lib import __version__ as __version__
 from kvikio.buffer import bounce_buffer_free, memory_deregister, memory_register
@@ -40,6 +40,8 @@ __all__ = [
     "is_remote_file_available",
     "memory_deregister",
     "memory_register",
+    "mmap",
+    "numpy",
     "stream_deregister",
     "stream_register",
 ]
