@@ -63,6 +63,14 @@ std::string type_name_of(nb::handle obj)
   return module.empty() || module == "builtins" ? name : module + "." + name;
 }
 
+/// Types that expose host memory through the buffer protocol and nothing else: they skip
+/// the attribute lookup for __cuda_array_interface__ (it costs a failed lookup per call).
+bool plain_host_buffer(PyObject* o)
+{
+  if (PyBytes_CheckExact(o) || PyByteArray_CheckExact(o) || PyMemoryView_Check(o)) { return true; }
+  return std::strcmp(Py_TYPE(o)->tp_name, "numpy.ndarray") == 0;
+}
+
 [[noreturn]] void value_error(const std::string& msg) { throw nb::value_error(msg.c_str()); }
 
 /// True when `strides` (bytes) describe a C-contiguous layout of `shape` with `itemsize`.
@@ -123,29 +131,9 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
 {
   BufferView out;
   out.source_ = nb::borrow(obj);
-  // 1. The buffer protocol: host memory (NumPy, bytes, bytearray, memoryview, array.array).
-  if (PyObject_CheckBuffer(obj.ptr())) {
-    if (PyObject_GetBuffer(obj.ptr(), &out.view_, PyBUF_RECORDS_RO) != 0) {
-      throw nb::python_error();
-    }
-    out.has_view_ = true;
-    if (PyBuffer_IsContiguous(&out.view_, 'C') == 0) {
-      value_error("the " + out.type_name() +
-                  " buffer is not C-contiguous: kvikio needs contiguous memory (make a "
-                  "contiguous copy first)");
-    }
-    out.ptr_       = out.view_.buf;
-    out.nbytes_    = static_cast<std::size_t>(out.view_.len);
-    out.readonly_  = out.view_.readonly != 0;
-    out.is_device_ = false;
-    if (writable && out.readonly_) {
-      value_error("cannot read into a read-only " + out.type_name() + " buffer");
-    }
-    return out;
-  }
-
-  // 2. __cuda_array_interface__ (CuPy, Numba, CUDA tensors of PyTorch): device memory.
-  if (nb::hasattr(obj, "__cuda_array_interface__")) {
+  // 1. __cuda_array_interface__ (CuPy, Numba, CUDA tensors of PyTorch): device memory. Asked
+  // before the buffer protocol, which CuPy also implements (to refuse it, for device memory).
+  if (!plain_host_buffer(obj.ptr()) && nb::hasattr(obj, "__cuda_array_interface__")) {
     nb::dict cai          = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
     nb::tuple data        = nb::cast<nb::tuple>(cai["data"]);
     auto ptr              = nb::cast<std::uintptr_t>(data[0]);
@@ -184,6 +172,27 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
     out.is_device_ = true;
     if (writable && out.readonly_) {
       value_error("cannot read into a read-only " + out.type_name() + " array");
+    }
+    return out;
+  }
+
+  // 2. The buffer protocol: host memory (NumPy, bytes, bytearray, memoryview, array.array).
+  if (PyObject_CheckBuffer(obj.ptr())) {
+    if (PyObject_GetBuffer(obj.ptr(), &out.view_, PyBUF_RECORDS_RO) != 0) {
+      throw nb::python_error();
+    }
+    out.has_view_ = true;
+    if (PyBuffer_IsContiguous(&out.view_, 'C') == 0) {
+      value_error("the " + out.type_name() +
+                  " buffer is not C-contiguous: kvikio needs contiguous memory (make a "
+                  "contiguous copy first)");
+    }
+    out.ptr_       = out.view_.buf;
+    out.nbytes_    = static_cast<std::size_t>(out.view_.len);
+    out.readonly_  = out.view_.readonly != 0;
+    out.is_device_ = false;
+    if (writable && out.readonly_) {
+      value_error("cannot read into a read-only " + out.type_name() + " buffer");
     }
     return out;
   }

@@ -423,3 +423,21 @@ def test_close_during_blocking_io_in_another_thread(tmp_path, random_bytes):
     assert all(r == data.nbytes or "closed file" in r for r in results)
     if data.nbytes in results:
         np.testing.assert_array_equal(out, data)
+
+
+class HostArrayWithCAI(np.ndarray):
+    """Has the buffer protocol (inherited) and a __cuda_array_interface__, as a CuPy array
+    does (CuPy's buffer protocol refuses device memory): the interface must win."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str,
+                "data": (self.ctypes.data, True), "strides": None, "version": 3}
+
+
+def test_cuda_array_interface_is_preferred_over_the_buffer_protocol(tmp_path, random_bytes):
+    path = tmp_path / "f.bin"
+    write_file(path, random_bytes(100))
+    arr = np.zeros(64, dtype=np.uint8).view(HostArrayWithCAI)
+    with kvikio.CuFile(path, "r") as f, pytest.raises(ValueError, match="read-only .*HostArrayWithCAI"):
+        f.read(arr)  # read-only only through the interface
