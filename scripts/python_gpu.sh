@@ -40,9 +40,9 @@ echo "=== benchmarks ==="
 cd "$(mktemp -d)"
 python3 -m kvikio.benchmarks.overhead | tee "$OUT/overhead.txt"
 python3 -m kvikio.benchmarks.single_node_io --size 512MiB --threads 16 --repetitions 3 \
-  --plot-threads 1,2,4,8,16 --plot "$OUT/single_node_io_host.png" 2>"$OUT/bench_host.err" | tee "$OUT/bench_host.txt"
+  --plot-threads 1,2,4,8,16 --plot "$OUT/single_node_io_host.png" 2>>"$OUT/bench.err" | tee "$OUT/bench_host.txt"
 python3 -m kvikio.benchmarks.single_node_io --size 1GiB --threads 16 --repetitions 3 \
-  --memory device 2>"$OUT/bench_device.err" | tee "$OUT/bench_device.txt"
+  --memory device 2>>"$OUT/bench.err" | tee "$OUT/bench_device.txt"
 
 echo "=== summary ==="
 cat "$OUT/info.txt"
