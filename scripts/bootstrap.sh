@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git rsync
               libgtest-dev libgmock-dev clang-format python3 python3-pip python3-venv
-              libcurl4-openssl-dev openssl nginx-light)
+              libcurl4-openssl-dev openssl nginx-light python3-dev)
 PIP_PACKAGES=("moto[server]>=5" boto3)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -5,6 +5,7 @@
 #   3. the thread-pool and parallel-IO suites under ThreadSanitizer
 #   4. formatting (clang-format)
 #   5. an installed-package consumer built with find_package(kvikio)
+#   6. the Python package: pip install . into a fresh virtual environment, then pytest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -36,3 +37,10 @@ cmake --install "$BUILD_DIR" --prefix "$PWD/build-install" >/dev/null
 cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build-install" >/dev/null
 cmake --build build-consumer
 ./build-consumer/consumer
+
+step "Python package: pip install . and pytest"
+rm -rf .venv
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q . pytest pytest-asyncio matplotlib "zarr>=3" "moto[server]>=5" boto3
+.venv/bin/python -m pytest python/tests -rsx -q
