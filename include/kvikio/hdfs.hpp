@@ -1,0 +1,41 @@
+#pragma once
+/// @file hdfs.hpp
+/// The WebHDFS endpoint (Apache Hadoop's REST API over HTTP/HTTPS).
+#include <optional>
+#include <string>
+
+#include <kvikio/remote_handle.hpp>
+
+namespace kvikio {
+
+/// A file in HDFS read through WebHDFS: the size from op=GETFILESTATUS, ranges from
+/// op=OPEN&offset=..&length=.., following the name node's redirect to a data node.
+///
+/// The user name (sent as user.name) is, in order: the `username` argument, the URL's
+/// user.name query parameter, KVIKIO_WEBHDFS_USERNAME; none is sent if all are absent.
+class WebHdfsEndpoint : public RemoteEndpoint {
+ public:
+  /// `url` is "http(s)://host:port/webhdfs/v1/<path>[?user.name=..]".
+  /// @throws std::invalid_argument naming the URL if it is not of that form.
+  explicit WebHdfsEndpoint(std::string url);
+  /// The file `remote_file_path` on the name node `host`:`port` (http).
+  WebHdfsEndpoint(std::string host,
+                  std::string port,
+                  std::string remote_file_path,
+                  std::optional<std::string> username = std::nullopt);
+
+  void setopt(CurlHandle& curl) override;
+  [[nodiscard]] std::string str() const override;
+  std::size_t get_file_size() override;
+  void setup_range_request(CurlHandle& curl, std::size_t file_offset, std::size_t size) override;
+  /// True for an http(s) URL whose path starts with /webhdfs/v1/.
+  static bool is_url_valid(const std::string& url) noexcept;
+  /// The user name requests are sent with, if any.
+  [[nodiscard]] const std::optional<std::string>& username() const noexcept { return username_; }
+
+ private:
+  std::string base_url_;  // without query
+  std::optional<std::string> username_;
+};
+
+}  // namespace kvikio

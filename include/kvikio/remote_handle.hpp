@@ -1,0 +1,292 @@
+#pragma once
+/// @file remote_handle.hpp
+/// Reading remote files (HTTP/HTTPS, S3, WebHDFS) into host or device memory.
+///
+/// A `RemoteHandle` pairs a `RemoteEndpoint` (how to reach one remote object: its URL,
+/// authentication and how a byte range is asked for) with the object's size. Reads are HTTP
+/// range requests made with libcurl; `pread` splits a large read into `task_size` pieces that
+/// run in parallel on the shared pool (`kvikio::defaults::thread_pool()`).
+///
+/// Robustness settings (kvikio::defaults): `http_timeout` bounds each request, and a request
+/// that times out, loses its connection or gets a status listed in `http_status_codes` is
+/// retried with exponential back-off, resuming where the data stopped, up to
+/// `http_max_attempts` tries in all (one line on stderr per retry). Other failures throw at
+/// once. Every error message names the URL with credentials and signatures removed.
+///
+/// TLS: certificates are verified. The CA bundle is taken from CURL_CA_BUNDLE, SSL_CERT_FILE
+/// or SSL_CERT_DIR when set (as the curl tool does), else libcurl's built-in default, else the
+/// first common system bundle that exists.
+#include <cstddef>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/error.hpp>
+
+namespace kvikio {
+
+/// A libcurl easy handle with the state of one request (defined in the implementation; no
+/// libcurl header is needed to use this API).
+class CurlHandle;
+
+/// The kinds of remote endpoint.
+enum class RemoteEndpointType : std::uint8_t {
+  AUTO,              ///< Infer the kind from the URL (see `infer_remote_endpoint_type`).
+  S3,                ///< S3 with SigV4 credentials (arguments or the AWS_* environment).
+  S3_PUBLIC,         ///< S3 object readable anonymously: no signing.
+  S3_PRESIGNED_URL,  ///< S3 presigned URL: the authentication is in the query string.
+  WEBHDFS,           ///< Apache Hadoop WebHDFS REST API.
+  HTTP,              ///< Any HTTP or HTTPS server that honours Range requests.
+};
+
+/// The name of an endpoint type ("S3", "HTTP", ...), for messages.
+std::string to_string(RemoteEndpointType type);
+
+// ---------------------------------------------------------------------------------------------
+// Errors. All derive from kvikio::Error (RuntimeError in Python) and name the URL, redacted.
+// Bad arguments (a malformed URL, a bad scheme, missing credentials or region) throw
+// std::invalid_argument (ValueError) instead; a read past the object's known size throws
+// kvikio::EndOfFileError before any request is sent.
+// ---------------------------------------------------------------------------------------------
+
+/// A remote request failed. `url()` is redacted (no credentials, signatures or tokens);
+/// `http_status()` is the last HTTP status received, 0 when no response arrived.
+class RemoteError : public Error {
+ public:
+  RemoteError(const std::string& what, std::string url, long http_status)
+    : Error(what), url_(std::move(url)), http_status_(http_status)
+  {
+  }
+  [[nodiscard]] const std::string& url() const noexcept { return url_; }
+  [[nodiscard]] long http_status() const noexcept { return http_status_; }
+
+ private:
+  std::string url_;
+  long http_status_;
+};
+
+/// The server answered with an error status (404, 403, 416, or a retried status such as 503
+/// after the last attempt).
+class RemoteHttpError : public RemoteError {
+ public:
+  using RemoteError::RemoteError;
+};
+
+/// No usable response: connection refused or dropped, TLS failure, DNS failure, ...
+class RemoteTransportError : public RemoteError {
+ public:
+  using RemoteError::RemoteError;
+};
+
+/// The request took longer than `defaults::http_timeout()` on every attempt.
+class RemoteTimeoutError : public RemoteTransportError {
+ public:
+  using RemoteTransportError::RemoteTransportError;
+};
+
+/// The server ignored the Range header (answered 200 with the object from its start, or a
+/// Content-Range other than the one asked for).
+class RemoteRangeError : public RemoteError {
+ public:
+  using RemoteError::RemoteError;
+};
+
+/// The body was shorter than the range asked for, on every attempt.
+class RemoteTruncatedError : public RemoteError {
+ public:
+  using RemoteError::RemoteError;
+};
+
+/// `url` with what must never be printed removed: user:password in the authority and the
+/// values of query parameters that carry signatures, credentials or tokens. For messages.
+std::string redact_url(const std::string& url);
+
+// ---------------------------------------------------------------------------------------------
+// Endpoints
+// ---------------------------------------------------------------------------------------------
+
+/// How to reach one remote object. Subclasses set the URL and authentication on a curl handle
+/// and say how a byte range is requested. Endpoints are used from several pool threads at once
+/// by `RemoteHandle::pread`: the methods must be (and the ones here are) thread safe.
+class RemoteEndpoint {
+ public:
+  virtual ~RemoteEndpoint()                        = default;
+  RemoteEndpoint(const RemoteEndpoint&)            = delete;
+  RemoteEndpoint& operator=(const RemoteEndpoint&) = delete;
+
+  /// Sets the URL and authentication of a request on `curl`.
+  virtual void setopt(CurlHandle& curl) = 0;
+  /// A description for messages: the kind and the redacted URL.
+  [[nodiscard]] virtual std::string str() const = 0;
+  /// Asks the server for the object's size (blocking; retried like reads).
+  virtual std::size_t get_file_size() = 0;
+  /// Sets up `curl` to fetch `size` bytes at `file_offset` (size > 0).
+  virtual void setup_range_request(CurlHandle& curl, std::size_t file_offset, std::size_t size);
+  /// The endpoint's kind.
+  [[nodiscard]] RemoteEndpointType remote_endpoint_type() const noexcept { return type_; }
+  /// The URL that requests go to, unredacted (it may hold a presigned signature: do not log).
+  [[nodiscard]] const std::string& url() const noexcept { return url_; }
+
+ protected:
+  RemoteEndpoint(RemoteEndpointType type, std::string url);
+  RemoteEndpointType type_;
+  std::string url_;
+};
+
+/// A plain HTTP or HTTPS URL. The size comes from a HEAD request's Content-Length.
+class HttpEndpoint : public RemoteEndpoint {
+ public:
+  /// @throws std::invalid_argument if `url` is not an http:// or https:// URL.
+  explicit HttpEndpoint(std::string url);
+  void setopt(CurlHandle& curl) override;
+  [[nodiscard]] std::string str() const override;
+  std::size_t get_file_size() override;
+  /// True for a well-formed http:// or https:// URL with a host.
+  static bool is_url_valid(const std::string& url) noexcept;
+};
+
+/// An S3 object read with SigV4-signed requests (libcurl's CURLOPT_AWS_SIGV4).
+///
+/// Credentials come from the arguments, else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+/// AWS_SESSION_TOKEN (sent as x-amz-security-token); the region from the argument, else
+/// AWS_DEFAULT_REGION. Missing ones throw std::invalid_argument naming the variable.
+class S3Endpoint : public RemoteEndpoint {
+ public:
+  /// The URL of `object_name` in `bucket_name`. With an endpoint URL (the argument, else
+  /// AWS_ENDPOINT_URL) it is path-style "<endpoint>/<bucket>/<object>" (S3-compatible
+  /// servers); otherwise virtual-hosted style "https://<bucket>.s3.<region>.amazonaws.com/
+  /// <object>". The object key is percent-encoded (RFC 3986 unreserved characters and '/'
+  /// kept). @throws std::invalid_argument when a region is needed and there is none.
+  static std::string url_from_bucket_and_object(std::string bucket_name,
+                                                std::string object_name,
+                                                std::optional<std::string> aws_region,
+                                                std::optional<std::string> aws_endpoint_url);
+
+  /// Splits "s3://<bucket>/<object>" into bucket and object.
+  /// @throws std::invalid_argument naming the URL if it is not of that form.
+  static std::pair<std::string, std::string> parse_s3_url(const std::string& s3_url);
+
+  /// An S3 object by its http(s) URL (already encoded).
+  explicit S3Endpoint(std::string url,
+                      std::optional<std::string> aws_region            = std::nullopt,
+                      std::optional<std::string> aws_access_key        = std::nullopt,
+                      std::optional<std::string> aws_secret_access_key = std::nullopt,
+                      std::optional<std::string> aws_session_token     = std::nullopt);
+
+  /// An S3 object by bucket and object name (see url_from_bucket_and_object).
+  explicit S3Endpoint(std::pair<std::string, std::string> bucket_and_object_names,
+                      std::optional<std::string> aws_region            = std::nullopt,
+                      std::optional<std::string> aws_access_key        = std::nullopt,
+                      std::optional<std::string> aws_secret_access_key = std::nullopt,
+                      std::optional<std::string> aws_endpoint_url      = std::nullopt,
+                      std::optional<std::string> aws_session_token     = std::nullopt);
+
+  void setopt(CurlHandle& curl) override;
+  [[nodiscard]] std::string str() const override;
+  std::size_t get_file_size() override;
+  /// True for "s3://bucket/object", or an http(s) URL of an amazonaws.com S3 host that is not
+  /// presigned.
+  static bool is_url_valid(const std::string& url) noexcept;
+
+ private:
+  std::string region_;
+  std::string sigv4_;
+  std::string access_key_;
+  std::string secret_key_;
+  std::optional<std::string> session_token_;
+};
+
+/// An S3 object readable without credentials: plain unsigned requests.
+class S3PublicEndpoint : public RemoteEndpoint {
+ public:
+  /// `url` is "s3://bucket/object" (turned into an https URL using AWS_DEFAULT_REGION or
+  /// AWS_ENDPOINT_URL) or an http(s) URL.
+  explicit S3PublicEndpoint(std::string url);
+  void setopt(CurlHandle& curl) override;
+  [[nodiscard]] std::string str() const override;
+  std::size_t get_file_size() override;
+  static bool is_url_valid(const std::string& url) noexcept;
+};
+
+/// An S3 presigned URL. A presigned URL is valid for one method only, so the size comes from
+/// a one-byte GET's Content-Range rather than HEAD.
+class S3EndpointWithPresignedUrl : public RemoteEndpoint {
+ public:
+  explicit S3EndpointWithPresignedUrl(std::string presigned_url);
+  void setopt(CurlHandle& curl) override;
+  [[nodiscard]] std::string str() const override;
+  std::size_t get_file_size() override;
+  /// True for an http(s) URL whose query has X-Amz-Algorithm and X-Amz-Signature (or the
+  /// older AWSAccessKeyId/Signature/Expires form).
+  static bool is_url_valid(const std::string& url) noexcept;
+};
+
+/// The endpoint type `RemoteHandle::open` would pick for `url` in AUTO mode: S3 for s3:// URLs
+/// and unsigned amazonaws.com S3 URLs, S3_PRESIGNED_URL for presigned ones, WEBHDFS for URLs
+/// whose path starts with /webhdfs/v1/, HTTP for other http(s) URLs. Never S3_PUBLIC (whether
+/// an object needs credentials cannot be told from its URL).
+/// @throws std::invalid_argument naming the URL when none fits (e.g. a bad scheme).
+RemoteEndpointType infer_remote_endpoint_type(const std::string& url);
+
+// ---------------------------------------------------------------------------------------------
+// RemoteHandle
+// ---------------------------------------------------------------------------------------------
+
+/// A read-only handle on one remote object. Thread safe: several reads may run at once.
+/// Movable, not copyable. Futures from `pread` must not outlive the handle.
+class RemoteHandle {
+ public:
+  /// Opens `url` as `remote_endpoint_type` (AUTO: inferred, trying the types of `allow_list`
+  /// in order, default S3, S3_PRESIGNED_URL, WEBHDFS, HTTP). With an explicit type, it must be
+  /// in `allow_list` when one is given. `nbytes`, when known, saves the size request.
+  /// Blocking. @throws std::invalid_argument naming the URL for a URL no allowed type accepts;
+  /// RemoteError if the size request fails.
+  static RemoteHandle open(const std::string& url,
+                           RemoteEndpointType remote_endpoint_type = RemoteEndpointType::AUTO,
+                           std::optional<std::vector<RemoteEndpointType>> allow_list = std::nullopt,
+                           std::optional<std::size_t> nbytes = std::nullopt);
+
+  /// A handle on `endpoint` whose size is known to be `nbytes` (no request is made).
+  RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint, std::size_t nbytes);
+  /// A handle on `endpoint`; asks the server for the size (blocking).
+  explicit RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint);
+
+  RemoteHandle(RemoteHandle&&) noexcept            = default;
+  RemoteHandle& operator=(RemoteHandle&&) noexcept = default;
+  RemoteHandle(const RemoteHandle&)                = delete;
+  RemoteHandle& operator=(const RemoteHandle&)     = delete;
+  ~RemoteHandle();
+
+  [[nodiscard]] RemoteEndpointType remote_endpoint_type() const noexcept;
+  /// The object's size in bytes (known since construction; no request).
+  [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
+  [[nodiscard]] const RemoteEndpoint& endpoint() const noexcept { return *endpoint_; }
+
+  /// Reads `size` bytes at `file_offset` into `buf` (host memory; device memory once the
+  /// device pipeline is wired) on the calling thread, as consecutive range requests of at most
+  /// `defaults::task_size()` bytes (each retried and resumed as described above). Blocking. Returns
+  /// `size`. A zero-byte read sends nothing.
+  /// @throws EndOfFileError naming the URL if the range ends past nbytes(); RemoteError.
+  std::size_t read(void* buf, std::size_t size, std::size_t file_offset = 0);
+
+  /// Like read, split into `task_size` pieces run in parallel on the shared pool. Returns at
+  /// once; the future yields `size` or rethrows the first error. Range checking happens
+  /// before the future is returned (throws EndOfFileError). `buf` must stay valid until the
+  /// future is ready.
+  std::future<std::size_t> pread(void* buf,
+                                 std::size_t size,
+                                 std::size_t file_offset = 0,
+                                 std::size_t task_size   = defaults::task_size());
+
+ private:
+  void check_range(std::size_t size, std::size_t file_offset) const;
+  std::shared_ptr<RemoteEndpoint> endpoint_;
+  std::size_t nbytes_{};
+};
+
+}  // namespace kvikio

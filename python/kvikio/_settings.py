@@ -1,0 +1,68 @@
+"""The get/set machinery shared by kvikio.defaults and kvikio.cufile_driver."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+
+class SettingsContext:
+    """The result of ``set(...)``: the values are already applied when it is created.
+
+    Used as a plain call, the values stay. Used as a context manager, the previous values are
+    restored on exit (in reverse order), whether or not the block raised.
+    """
+
+    def __init__(
+        self,
+        updates: Mapping[str, Any],
+        getter: Callable[[str], Any],
+        setter: Callable[[str, Any], None],
+    ) -> None:
+        self._previous: list[tuple[str, Any]] = []
+        self._setter = setter
+        # Read every old value first: an unknown key raises KeyError before anything changes.
+        old = [(key, getter(key)) for key in updates]
+        try:
+            for (key, previous), value in zip(old, updates.values()):
+                setter(key, value)
+                self._previous.append((key, previous))
+        except BaseException:
+            self._restore()  # all or nothing
+            raise
+
+    def _restore(self) -> None:
+        while self._previous:
+            key, value = self._previous.pop()
+            self._setter(key, value)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        self._restore()
+
+
+def updates_from_args(args: tuple, kwargs: dict, func: str) -> dict[str, Any]:
+    """``set({"a": 1, "b": 2})``, ``set("a", 1)`` or ``set(a=1)`` -> {"a": 1, ...}."""
+    if len(args) == 1 and isinstance(args[0], Mapping):
+        updates = dict(args[0])
+    elif len(args) == 2 and isinstance(args[0], str):
+        updates = {args[0]: args[1]}
+    elif not args:
+        updates = {}
+    else:
+        raise TypeError(
+            f"{func}() takes a dict of settings or a key and a value, got {args!r}"
+        )
+    overlap = set(updates) & set(kwargs)
+    if overlap:
+        raise TypeError(f"{func}() got {sorted(overlap)} both positionally and as keywords")
+    updates.update(kwargs)
+    for key in updates:
+        if not isinstance(key, str):
+            raise KeyError(f"setting names are strings, got {key!r}")
+    return updates
+
+
+def keys_list(keys: Iterable[str]) -> str:
+    return ", ".join(keys)

@@ -1,0 +1,246 @@
+"""Local file IO: :class:`CuFile` and the page-cache helpers."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Optional, Union
+
+from kvikio import _lib
+from kvikio.stream import stream_handle
+
+IOFuture = _lib.IOFuture
+"""The result of :meth:`CuFile.pread`/:meth:`CuFile.pwrite`: ``get()`` waits and returns the
+bytes moved (or raises the IO's error); ``done()`` says whether it finished. ``get()`` may be
+called once."""
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+__all__ = [
+    "CuFile",
+    "IOFuture",
+    "IOFutureStream",
+    "get_page_cache_info",
+    "drop_file_page_cache",
+    "drop_system_page_cache",
+    "clear_page_cache",
+]
+
+
+class IOFutureStream:
+    """The result of :meth:`CuFile.raw_read_async`/:meth:`CuFile.raw_write_async`.
+
+    ``check_bytes_done()`` returns the bytes moved once the stream has reached the IO."""
+
+    def __init__(self, nbytes: int) -> None:
+        self._nbytes = nbytes
+
+    def check_bytes_done(self) -> int:
+        return self._nbytes
+
+
+def _synchronize(stream: Any) -> None:
+    """Waits for the work queued on ``stream`` (a stream object or a CUstream handle)."""
+    sync = getattr(stream, "synchronize", None)
+    if callable(sync):
+        sync()
+        return
+    handle = stream_handle(stream)
+    try:
+        import cupy
+    except ImportError:
+        if handle == 0:
+            return  # no CUDA library in this process: nothing can be queued on a stream
+        raise RuntimeError(
+            f"cannot synchronize CUDA stream {handle:#x}: pass the stream object "
+            "(CuPy, Numba or PyTorch) rather than its handle"
+        ) from None
+    cupy.cuda.runtime.streamSynchronize(handle)
+
+
+class CuFile:
+    """A local file opened for IO between storage and host or device memory.
+
+    ``flags``: ``"r"`` read, ``"w"`` create/truncate and write, ``"a"`` create and append,
+    with ``"+"`` for reading and writing (``"r+"``, ``"w+"``, ``"a+"``). A missing file
+    raises ``FileNotFoundError``, bad flags ``ValueError``.
+
+    Buffers may be NumPy arrays or anything with the buffer protocol, CuPy/Numba arrays
+    (``__cuda_array_interface__``) or DLPack tensors (PyTorch). ``size`` defaults to the
+    whole buffer and must fit in it; offsets and sizes must not be negative
+    (``OverflowError``). Reading past the end of the file raises ``RuntimeError``.
+    """
+
+    def __init__(self, file: PathLike, flags: str = "r") -> None:
+        self._handle = _lib.FileHandle(os.fspath(file), flags)
+
+    # -- life cycle -------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the file (idempotent). IO already queued still completes."""
+        self._handle.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._handle.closed
+
+    def fileno(self) -> int:
+        """The file descriptor. ``ValueError`` on a closed file."""
+        return self._handle.fileno()
+
+    def open_flags(self) -> int:
+        """The ``open(2)`` flags of the file descriptor."""
+        return self._handle.open_flags()
+
+    def nbytes(self) -> int:
+        """The current size of the file in bytes."""
+        return self._handle.nbytes()
+
+    def __enter__(self) -> "CuFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<kvikio.CuFile {self._handle.path!r} ({state})>"
+
+    # -- parallel IO --------------------------------------------------------------------
+    def pread(
+        self,
+        buf: Any,
+        size: Optional[int] = None,
+        file_offset: int = 0,
+        task_size: Optional[int] = None,
+    ) -> IOFuture:
+        """Read ``size`` bytes at ``file_offset`` into ``buf`` in parallel; non-blocking.
+
+        The request is split into ``task_size`` pieces (default: the ``task_size``
+        setting) run on the shared thread pool. Keep ``buf`` unchanged until ``get()``."""
+        return self._handle.pread(buf, size, file_offset, task_size)
+
+    def pwrite(
+        self,
+        buf: Any,
+        size: Optional[int] = None,
+        file_offset: Optional[int] = None,
+        task_size: Optional[int] = None,
+    ) -> IOFuture:
+        """Write ``size`` bytes of ``buf`` at ``file_offset`` in parallel; non-blocking.
+
+        ``file_offset=None`` writes at 0, or at the end of the file when opened with ``"a"``."""
+        return self._handle.pwrite(buf, size, file_offset, task_size)
+
+    def read(
+        self,
+        buf: Any,
+        size: Optional[int] = None,
+        file_offset: int = 0,
+        task_size: Optional[int] = None,
+    ) -> int:
+        """Like :meth:`pread` but blocking; returns the bytes read."""
+        return self._handle.read(buf, size, file_offset, task_size)
+
+    def write(
+        self,
+        buf: Any,
+        size: Optional[int] = None,
+        file_offset: Optional[int] = None,
+        task_size: Optional[int] = None,
+    ) -> int:
+        """Like :meth:`pwrite` but blocking; returns the bytes written."""
+        return self._handle.write(buf, size, file_offset, task_size)
+
+    # -- single-call IO -----------------------------------------------------------------
+    def raw_read(
+        self,
+        buf: Any,
+        size: Optional[int] = None,
+        file_offset: int = 0,
+        dev_offset: int = 0,
+    ) -> int:
+        """Read with one call on this thread (no task splitting) into ``buf`` at byte
+        ``dev_offset``; blocking."""
+        return self._handle.raw_read(buf, size, file_offset, dev_offset)
+
+    def raw_write(
+        self,
+        buf: Any,
+        size: Optional[int] = None,
+        file_offset: Optional[int] = None,
+        dev_offset: int = 0,
+    ) -> int:
+        """Write with one call on this thread from ``buf`` at byte ``dev_offset``; blocking."""
+        return self._handle.raw_write(buf, size, file_offset, dev_offset)
+
+    def raw_read_async(
+        self,
+        buf: Any,
+        stream: Any,
+        size: Optional[int] = None,
+        file_offset: int = 0,
+        dev_offset: int = 0,
+    ) -> Any:
+        """Read ordered on CUDA ``stream`` (a CuPy/Numba/PyTorch stream or a handle).
+
+        The read runs after the work queued on the stream before it, and work queued after
+        it sees the data. Call ``check_bytes_done()`` on the result to wait for it and get
+        the bytes read. Device buffers use libkvikio's stream-ordered IO; host buffers (and
+        builds without it) wait for the stream, then read on this thread."""
+        native = getattr(self._handle, "raw_read_async", None)
+        if native is not None and _lib.is_device_buffer(buf):
+            return native(buf, stream_handle(stream), size, file_offset, dev_offset)
+        _synchronize(stream)
+        return IOFutureStream(self._handle.raw_read(buf, size, file_offset, dev_offset))
+
+    def raw_write_async(
+        self,
+        buf: Any,
+        stream: Any,
+        size: Optional[int] = None,
+        file_offset: int = 0,
+        dev_offset: int = 0,
+    ) -> Any:
+        """Write ordered on CUDA ``stream``; see :meth:`raw_read_async`."""
+        native = getattr(self._handle, "raw_write_async", None)
+        if native is not None and _lib.is_device_buffer(buf):
+            return native(buf, stream_handle(stream), size, file_offset, dev_offset)
+        _synchronize(stream)
+        return IOFutureStream(self._handle.raw_write(buf, size, file_offset, dev_offset))
+
+
+def _file_arg(file: Any) -> Union[str, int]:
+    if isinstance(file, int) and not isinstance(file, bool):
+        return file
+    fileno = getattr(file, "fileno", None)
+    if callable(fileno) and not isinstance(file, (str, bytes, os.PathLike)):
+        return fileno()
+    return os.fspath(file)
+
+
+def get_page_cache_info(file: Any) -> tuple[int, int]:
+    """(pages of ``file`` in the page cache, pages of ``file``). ``file`` is a path, a file
+    descriptor or an object with ``fileno()``."""
+    return _lib.get_page_cache_info(_file_arg(file))
+
+
+def drop_file_page_cache(file: Any, sync_first: bool = True) -> None:
+    """Evict the clean pages of ``file`` from the page cache (writing dirty ones back
+    first when ``sync_first``). Needs no privileges."""
+    _lib.drop_file_page_cache(_file_arg(file), sync_first)
+
+
+def drop_system_page_cache(reclaim_dentries_and_inodes: bool = True, sync_first: bool = True) -> None:
+    """Drop the whole system's page cache (needs root; otherwise ``PermissionError``)."""
+    _lib.drop_system_page_cache(reclaim_dentries_and_inodes, sync_first)
+
+
+def clear_page_cache(reclaim_dentries_and_inodes: bool = True, clear_dirty_pages: bool = True) -> None:
+    """Deprecated: use :func:`drop_system_page_cache` (or :func:`drop_file_page_cache`)."""
+    warnings.warn(
+        "kvikio.clear_page_cache() is deprecated; use kvikio.drop_system_page_cache() "
+        "or kvikio.drop_file_page_cache()",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    drop_system_page_cache(reclaim_dentries_and_inodes, clear_dirty_pages)

@@ -1,0 +1,265 @@
+#include "buffer.hpp"
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace kvikio::python {
+namespace {
+
+// The DLPack ABI (https://dmlc.github.io/dlpack/latest/c_api.html), declared here from the
+// specification so that no extra header is needed. Only what a consumer reads.
+struct DLDevice {
+  std::int32_t device_type;
+  std::int32_t device_id;
+};
+struct DLDataType {
+  std::uint8_t code;
+  std::uint8_t bits;
+  std::uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  std::int32_t ndim;
+  DLDataType dtype;
+  std::int64_t* shape;
+  std::int64_t* strides;
+  std::uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+struct DLPackVersion {
+  std::uint32_t major;
+  std::uint32_t minor;
+};
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned*);
+  std::uint64_t flags;
+  DLTensor dl_tensor;
+};
+constexpr std::int32_t kDLCPU           = 1;
+constexpr std::int32_t kDLCUDA          = 2;
+constexpr std::int32_t kDLCUDAHost      = 3;
+constexpr std::int32_t kDLCUDAManaged   = 13;
+constexpr std::uint64_t kDLFlagReadOnly = 1ULL << 0;
+
+std::string type_name_of(nb::handle obj)
+{
+  nb::handle type = reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr()));
+  std::string module;
+  if (nb::hasattr(type, "__module__")) {
+    module = nb::cast<std::string>(nb::str(type.attr("__module__")));
+  }
+  std::string name = nb::cast<std::string>(nb::str(type.attr("__qualname__")));
+  return module.empty() || module == "builtins" ? name : module + "." + name;
+}
+
+/// Types that expose host memory through the buffer protocol and nothing else: they skip
+/// the attribute lookup for __cuda_array_interface__ (it costs a failed lookup per call).
+bool plain_host_buffer(PyObject* o)
+{
+  if (PyBytes_CheckExact(o) || PyByteArray_CheckExact(o) || PyMemoryView_Check(o)) { return true; }
+  return std::strcmp(Py_TYPE(o)->tp_name, "numpy.ndarray") == 0;
+}
+
+[[noreturn]] void value_error(const std::string& msg) { throw nb::value_error(msg.c_str()); }
+
+/// True when `strides` (bytes) describe a C-contiguous layout of `shape` with `itemsize`.
+bool c_contiguous(const std::vector<std::int64_t>& shape,
+                  const std::vector<std::int64_t>& strides,
+                  std::int64_t itemsize)
+{
+  std::int64_t expected = itemsize;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) { return true; }  // empty: nothing to lay out
+    if (shape[i] != 1 && strides[i] != expected) { return false; }
+    expected *= shape[i];
+  }
+  return true;
+}
+
+}  // namespace
+
+BufferView::BufferView(BufferView&& o) noexcept { *this = std::move(o); }
+
+BufferView& BufferView::operator=(BufferView&& o) noexcept
+{
+  if (this != &o) {
+    release();
+    ptr_        = o.ptr_;
+    nbytes_     = o.nbytes_;
+    is_device_  = o.is_device_;
+    readonly_   = o.readonly_;
+    source_     = std::move(o.source_);
+    owner_      = std::move(o.owner_);
+    view_       = o.view_;
+    has_view_   = o.has_view_;
+    o.has_view_ = false;
+    o.ptr_      = nullptr;
+    o.nbytes_   = 0;
+  }
+  return *this;
+}
+
+BufferView::~BufferView() { release(); }
+
+void BufferView::release() noexcept
+{
+  if (has_view_) {
+    PyBuffer_Release(&view_);
+    has_view_ = false;
+  }
+  owner_.reset();
+  source_.reset();
+}
+
+std::string BufferView::type_name() const
+{
+  return source_.is_valid() ? type_name_of(source_) : std::string("buffer");
+}
+
+BufferView BufferView::from_object(nb::handle obj, bool writable)
+{
+  BufferView out;
+  out.source_ = nb::borrow(obj);
+  // 1. __cuda_array_interface__ (CuPy, Numba, CUDA tensors of PyTorch): device memory. Asked
+  // before the buffer protocol, which CuPy also implements (to refuse it, for device memory).
+  if (!plain_host_buffer(obj.ptr()) && nb::hasattr(obj, "__cuda_array_interface__")) {
+    nb::dict cai          = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
+    nb::tuple data        = nb::cast<nb::tuple>(cai["data"]);
+    auto ptr              = nb::cast<std::uintptr_t>(data[0]);
+    bool ro               = nb::cast<bool>(data[1]);
+    auto typestr          = nb::cast<std::string>(cai["typestr"]);
+    std::int64_t itemsize = typestr.size() > 2 ? std::stoll(typestr.substr(2)) : 0;
+    if (itemsize <= 0) {
+      value_error("the " + out.type_name() + " __cuda_array_interface__ has an unknown typestr '" +
+                  typestr + "'");
+    }
+    std::vector<std::int64_t> shape;
+    for (auto d : nb::cast<nb::tuple>(cai["shape"])) {
+      shape.push_back(nb::cast<std::int64_t>(d));
+    }
+    std::int64_t count = 1;
+    for (auto d : shape) {
+      count *= d;
+    }
+    if (cai.contains("mask") && !cai["mask"].is_none()) {
+      value_error("masked " + out.type_name() + " arrays are not supported");
+    }
+    if (cai.contains("strides") && !cai["strides"].is_none()) {
+      std::vector<std::int64_t> strides;
+      for (auto s : nb::cast<nb::tuple>(cai["strides"])) {
+        strides.push_back(nb::cast<std::int64_t>(s));
+      }
+      if (strides.size() != shape.size() || !c_contiguous(shape, strides, itemsize)) {
+        value_error("the " + out.type_name() +
+                    " array is not C-contiguous: kvikio needs contiguous memory (make a "
+                    "contiguous copy first)");
+      }
+    }
+    out.ptr_       = reinterpret_cast<void*>(ptr);
+    out.nbytes_    = static_cast<std::size_t>(count * itemsize);
+    out.readonly_  = ro;
+    out.is_device_ = true;
+    if (writable && out.readonly_) {
+      value_error("cannot read into a read-only " + out.type_name() + " array");
+    }
+    return out;
+  }
+
+  // 2. The buffer protocol: host memory (NumPy, bytes, bytearray, memoryview, array.array).
+  if (PyObject_CheckBuffer(obj.ptr())) {
+    if (PyObject_GetBuffer(obj.ptr(), &out.view_, PyBUF_RECORDS_RO) != 0) {
+      throw nb::python_error();
+    }
+    out.has_view_ = true;
+    if (PyBuffer_IsContiguous(&out.view_, 'C') == 0) {
+      value_error("the " + out.type_name() +
+                  " buffer is not C-contiguous: kvikio needs contiguous memory (make a "
+                  "contiguous copy first)");
+    }
+    out.ptr_       = out.view_.buf;
+    out.nbytes_    = static_cast<std::size_t>(out.view_.len);
+    out.readonly_  = out.view_.readonly != 0;
+    out.is_device_ = false;
+    if (writable && out.readonly_) {
+      value_error("cannot read into a read-only " + out.type_name() + " buffer");
+    }
+    return out;
+  }
+
+  // 3. DLPack (PyTorch CPU tensors, JAX, ...). Ask for a versioned tensor (it carries a
+  // read-only flag); producers that predate DLPack 1.0 reject max_version.
+  if (nb::hasattr(obj, "__dlpack__")) {
+    nb::object capsule;
+    bool versioned = true;
+    try {
+      capsule = obj.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0));
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError)) { throw; }
+      capsule   = obj.attr("__dlpack__")();
+      versioned = false;
+    }
+    DLTensor* t = nullptr;
+    if (versioned && PyCapsule_IsValid(capsule.ptr(), "dltensor_versioned")) {
+      auto* m = static_cast<DLManagedTensorVersioned*>(
+        PyCapsule_GetPointer(capsule.ptr(), "dltensor_versioned"));
+      t             = &m->dl_tensor;
+      out.readonly_ = (m->flags & kDLFlagReadOnly) != 0;
+    } else if (PyCapsule_IsValid(capsule.ptr(), "dltensor")) {
+      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+      t       = &m->dl_tensor;
+    } else {
+      value_error("__dlpack__ of " + out.type_name() + " did not return a DLPack capsule");
+    }
+    // The capsule stays unconsumed and is kept alive with the view: its destructor runs the
+    // producer's deleter once we are done with the memory.
+    out.owner_              = capsule;
+    const std::int32_t kind = t->device.device_type;
+    if (kind != kDLCPU && kind != kDLCUDA && kind != kDLCUDAHost && kind != kDLCUDAManaged) {
+      value_error("the " + out.type_name() + " tensor lives on DLPack device type " +
+                  std::to_string(kind) + ", which kvikio cannot address (CPU or CUDA only)");
+    }
+    const std::int64_t itemsize =
+      (static_cast<std::int64_t>(t->dtype.bits) * t->dtype.lanes + 7) / 8;
+    std::vector<std::int64_t> shape(t->shape, t->shape + t->ndim);
+    std::int64_t count = 1;
+    for (auto d : shape) {
+      count *= d;
+    }
+    if (t->strides != nullptr) {
+      std::vector<std::int64_t> strides;
+      for (std::int32_t i = 0; i < t->ndim; ++i) {
+        strides.push_back(t->strides[i] * itemsize);  // DLPack strides count elements
+      }
+      if (!c_contiguous(shape, strides, itemsize)) {
+        value_error("the " + out.type_name() +
+                    " tensor is not C-contiguous: kvikio needs contiguous memory (call "
+                    ".contiguous() first)");
+      }
+    }
+    out.ptr_       = static_cast<char*>(t->data) + t->byte_offset;
+    out.nbytes_    = static_cast<std::size_t>(count * itemsize);
+    out.is_device_ = kind == kDLCUDA || kind == kDLCUDAManaged;
+    if (writable && out.readonly_) {
+      value_error("cannot read into a read-only " + out.type_name() + " tensor");
+    }
+    return out;
+  }
+
+  throw nb::type_error(("kvikio needs an object exposing memory (the buffer protocol, "
+                        "__cuda_array_interface__ or __dlpack__), got " +
+                        type_name_of(obj))
+                         .c_str());
+}
+
+}  // namespace kvikio::python

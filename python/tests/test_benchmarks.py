@@ -1,0 +1,60 @@
+"""The Python benchmarks run, print the table/JSON, and reject bad options clearly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def test_single_node_io_json(tmp_path):
+    r = run("kvikio.benchmarks.single_node_io", "--size", "2MiB", "--threads", "2",
+            "--task-size", "256KiB", "--repetitions", "1", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["size"] == 2 << 20 and out["threads"] == 2 and out["task_size"] == 256 << 10
+    assert [x["op"] for x in out["results"]] == ["write", "read"]
+    for x in out["results"]:
+        assert x["kvikio_gbps"] > 0 and x["limit_gbps"] > 0
+        assert x["ratio"] == pytest.approx(x["kvikio_gbps"] / x["limit_gbps"], rel=0.01)
+    assert not list(tmp_path.glob("kvikio-bench-*"))  # the temporary file is removed
+
+
+def test_single_node_io_table_and_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "plot.png"
+    r = run("kvikio.benchmarks.single_node_io", "--size", "1MiB", "--threads", "2",
+            "--repetitions", "1", "--ops", "read", "--plot", str(png), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:3] == ["op", "memory", "kvikio"]
+    assert lines[1].split()[:2] == ["read", "host"] and "(pread)" in lines[1]
+    assert "limit = plain parallel pread loop" in lines[2]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [(["--size", "lots"], "'lots' is not a size"), (["--threads", "0"], "'0' is not a positive"),
+     (["--ops", "read,erase"], "unknown operation 'erase'"),
+     (["--direct-io", "--size", "1000"], "multiple of 4096")],
+)
+def test_single_node_io_bad_options(tmp_path, args, message):
+    r = run("kvikio.benchmarks.single_node_io", *args, cwd=tmp_path)
+    assert r.returncode == 2
+    assert message in r.stderr
+
+
+def test_overhead_benchmark(tmp_path):
+    r = run("kvikio.benchmarks.overhead", "--iterations", "200", "--repetitions", "1",
+            "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["size"] == 4096 and out["python_us"] > 0 and out["cpp_us"] > 0

@@ -1,0 +1,178 @@
+"""kvikio.defaults: every setting through get/set, the context manager and bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import kvikio
+import kvikio.defaults
+
+NEW_VALUES = {
+    "compat_mode": kvikio.CompatMode.OFF,
+    "num_threads": 3,
+    "task_size": 1 << 20,
+    "gds_threshold": 12345,
+    "bounce_buffer_size": 2 << 20,
+    "auto_direct_io_read": True,
+    "auto_direct_io_write": False,
+    "http_max_attempts": 7,
+    "http_status_codes": [500, 503],
+    "http_timeout": 9,
+}
+
+
+def test_keys_are_every_setting():
+    assert sorted(kvikio.defaults.keys()) == sorted(NEW_VALUES)
+
+
+@pytest.mark.parametrize("key", sorted(NEW_VALUES))
+def test_set_and_get_each_setting(key):
+    before = kvikio.defaults.get(key)
+    assert before != NEW_VALUES[key]
+    kvikio.defaults.set(key, NEW_VALUES[key])  # a plain call: stays set
+    assert kvikio.defaults.get(key) == NEW_VALUES[key]
+    kvikio.defaults.set({key: before})
+    assert kvikio.defaults.get(key) == before
+
+
+def test_context_manager_restores_previous_values():
+    before = {k: kvikio.defaults.get(k) for k in NEW_VALUES}
+    with kvikio.defaults.set(NEW_VALUES):
+        for key, value in NEW_VALUES.items():
+            assert kvikio.defaults.get(key) == value
+    assert {k: kvikio.defaults.get(k) for k in NEW_VALUES} == before
+
+
+def test_context_manager_restores_after_exception():
+    before = kvikio.defaults.get("num_threads")
+    with pytest.raises(ZeroDivisionError):
+        with kvikio.defaults.set("num_threads", before + 2):
+            assert kvikio.defaults.get("num_threads") == before + 2
+            1 / 0
+    assert kvikio.defaults.get("num_threads") == before
+
+
+def test_nested_context_managers():
+    with kvikio.defaults.set("task_size", 1000):
+        with kvikio.defaults.set({"task_size": 2000, "gds_threshold": 5}):
+            assert kvikio.defaults.get("task_size") == 2000
+        assert kvikio.defaults.get("task_size") == 1000
+
+
+def test_keyword_form():
+    with kvikio.defaults.set(num_threads=2, task_size=4096):
+        assert kvikio.defaults.get("num_threads") == 2
+        assert kvikio.defaults.get("task_size") == 4096
+
+
+def test_compat_mode_accepts_strings():
+    with kvikio.defaults.set("compat_mode", "on"):
+        assert kvikio.defaults.get("compat_mode") == kvikio.CompatMode.ON
+        assert kvikio.defaults.is_compat_mode_preferred()
+
+
+def test_seed_settings_examples_apply():
+    kvikio.defaults.set({"num_threads": 16, "task_size": 8 * 1024 * 1024})
+    assert kvikio.defaults.get("num_threads") == 16
+    assert kvikio.defaults.get("task_size") == 8 * 1024 * 1024
+
+
+def test_unknown_key_raises_key_error_naming_it():
+    with pytest.raises(KeyError, match="no_such_setting"):
+        kvikio.defaults.get("no_such_setting")
+    before = kvikio.defaults.get("num_threads")
+    with pytest.raises(KeyError, match="nthreads"):
+        kvikio.defaults.set({"num_threads": before + 1, "nthreads": 2})
+    assert kvikio.defaults.get("num_threads") == before  # nothing changed
+
+
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("num_threads", 0),
+        ("num_threads", -1),
+        ("num_threads", "4"),
+        ("task_size", 0),
+        ("task_size", -4096),
+        ("task_size", 1.5),
+        ("bounce_buffer_size", 0),
+        ("gds_threshold", -1),
+        ("auto_direct_io_read", "yes"),
+        ("auto_direct_io_write", 2),
+        ("compat_mode", "sometimes"),
+        ("compat_mode", 3),
+        ("http_max_attempts", 0),
+        ("http_status_codes", [99]),
+        ("http_status_codes", "500"),
+        ("http_status_codes", []),
+        ("http_timeout", 0),
+    ],
+)
+def test_bad_values_raise_value_error_naming_setting_and_value(key, value):
+    before = kvikio.defaults.get(key)
+    with pytest.raises(ValueError, match=f"{key}") as e:
+        kvikio.defaults.set(key, value)
+    assert repr(value) in str(e.value) or str(value) in str(e.value)
+    assert kvikio.defaults.get(key) == before
+
+
+def test_failed_set_rolls_back_the_earlier_keys():
+    before = kvikio.defaults.get("task_size")
+    with pytest.raises(ValueError, match="num_threads"):
+        kvikio.defaults.set({"task_size": before + 1, "num_threads": 0})
+    assert kvikio.defaults.get("task_size") == before
+
+
+def test_bad_call_shapes():
+    with pytest.raises(TypeError):
+        kvikio.defaults.set(1, 2, 3)
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KVIKIO_")}
+    full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", code], env=full_env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_environment_variables_are_read():
+    code = (
+        "import kvikio.defaults as d;"
+        "print(d.get('num_threads'), d.get('task_size'), d.get('compat_mode').name,"
+        " d.get('auto_direct_io_read'), d.get('http_status_codes'))"
+    )
+    r = run_python(
+        code,
+        KVIKIO_NTHREADS="5",
+        KVIKIO_TASK_SIZE="65536",
+        KVIKIO_COMPAT_MODE="ON",
+        KVIKIO_AUTO_DIRECT_IO_READ="true",
+        KVIKIO_HTTP_STATUS_CODES="500,502",
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["5", "65536", "ON", "True", "[500,", "502]"]
+
+
+def test_defaults_without_environment():
+    r = run_python(
+        "import kvikio.defaults as d; print([d.get(k) for k in ('num_threads', 'task_size',"
+        " 'gds_threshold', 'bounce_buffer_size', 'auto_direct_io_read', 'auto_direct_io_write',"
+        " 'http_max_attempts', 'http_timeout')], d.get('compat_mode').name)"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == (
+        f"[1, {4 << 20}, {16 << 10}, {16 << 20}, False, True, 3, 60] AUTO"
+    )
+
+
+def test_bad_environment_value_is_a_clear_error():
+    r = run_python(
+        "import kvikio.defaults as d; d.get('num_threads')", KVIKIO_NTHREADS="lots"
+    )
+    assert r.returncode != 0
+    assert "ValueError" in r.stderr and "KVIKIO_NTHREADS" in r.stderr and "lots" in r.stderr

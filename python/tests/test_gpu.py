@@ -1,0 +1,139 @@
+"""Device buffers: CuPy, Numba and PyTorch. Each test skips visibly without a GPU (or
+without a device-capable kvikio build)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kvikio
+import kvikio.defaults
+import kvikio.numpy
+from kvikio.mmap import Mmap
+
+
+@pytest.fixture
+def data_file(tmp_path, random_bytes):
+    data = random_bytes(3 * (1 << 20) + 4097)
+    path = tmp_path / "g.bin"
+    path.write_bytes(data.tobytes())
+    return path, data
+
+
+@pytest.mark.parametrize("num_threads", [1, 4])
+def test_cupy_round_trip(cupy, tmp_path, data_file, num_threads):
+    path, data = data_file
+    with kvikio.defaults.set({"num_threads": num_threads, "task_size": 1 << 20}):
+        dev = cupy.asarray(data)
+        with kvikio.CuFile(tmp_path / "w.bin", "w") as f:
+            assert f.write(dev) == data.nbytes
+        assert (tmp_path / "w.bin").read_bytes() == data.tobytes()
+        out = cupy.zeros_like(dev)
+        with kvikio.CuFile(path, "r") as f:
+            assert f.pread(out[:1000], file_offset=0).get() == 1000
+            assert f.pread(out[1000:], file_offset=1000).get() == data.nbytes - 1000
+        np.testing.assert_array_equal(out.get(), data)
+
+
+def test_cupy_small_request_below_gds_threshold(cupy, data_file):
+    path, data = data_file
+    out = cupy.zeros(1001, dtype=cupy.uint8)
+    with kvikio.CuFile(path, "r") as f:
+        assert f.read(out, file_offset=12345) == 1001
+    np.testing.assert_array_equal(out.get(), data[12345:13346])
+
+
+def test_cupy_raw_read_async_on_stream(cupy, data_file):
+    path, data = data_file
+    stream = cupy.cuda.Stream()
+    out = cupy.zeros(8192, dtype=cupy.uint8)
+    with kvikio.CuFile(path, "r") as f:
+        fut = f.raw_read_async(out, stream, size=8192, file_offset=4096)
+        stream.synchronize()
+        assert fut.check_bytes_done() == 8192
+        assert f.raw_read(out, size=100, file_offset=7, dev_offset=50) == 100
+    expected = data[4096 : 4096 + 8192].copy()
+    expected[50:150] = data[7:107]
+    np.testing.assert_array_equal(out.get(), expected)
+
+
+def test_cupy_checks(cupy_any, data_file):
+    cupy = cupy_any
+    path, _ = data_file
+    with kvikio.CuFile(path, "r") as f:
+        with pytest.raises(ValueError, match="not C-contiguous"):
+            f.read(cupy.zeros(100, dtype=cupy.uint8)[::2])
+        with pytest.raises(ValueError, match="size 101 is larger than the 100 bytes of the cupy"):
+            f.read(cupy.zeros(100, dtype=cupy.uint8), size=101)
+
+
+def test_cupy_mmap_and_numpy_helpers(cupy, tmp_path, data_file):
+    path, data = data_file
+    with Mmap(path) as m:
+        out = cupy.zeros(4000, dtype=cupy.uint8)
+        assert m.read(out, size=4000, offset=3) == 4000
+        np.testing.assert_array_equal(out.get(), data[3:4003])
+        assert m.pread(out, size=4000, offset=10).get() == 4000
+        np.testing.assert_array_equal(out.get(), data[10:4010])
+    a = cupy.arange(10_001, dtype=cupy.float32)
+    kvikio.numpy.tofile(a, tmp_path / "a.bin")
+    b = kvikio.numpy.fromfile(tmp_path / "a.bin", dtype=np.float32, like=cupy.empty(0))
+    assert isinstance(b, cupy.ndarray)
+    assert bool(cupy.all(a == b))
+
+
+def test_cupy_memory_register(cupy, data_file):
+    path, data = data_file
+    out = cupy.zeros(data.nbytes, dtype=cupy.uint8)
+    kvikio.memory_register(out)
+    try:
+        with kvikio.CuFile(path, "r") as f:
+            f.read(out)
+    finally:
+        kvikio.memory_deregister(out)
+    np.testing.assert_array_equal(out.get(), data)
+    assert kvikio.bounce_buffer_free() >= 0
+
+
+def test_numba_round_trip(numba_cuda, tmp_path, data_file):
+    path, data = data_file
+    d_arr = numba_cuda.device_array(data.nbytes, dtype=np.uint8)
+    with kvikio.CuFile(path, "r") as f:
+        assert f.read(d_arr) == data.nbytes
+    np.testing.assert_array_equal(d_arr.copy_to_host(), data)
+    with kvikio.CuFile(tmp_path / "n.bin", "w") as f:
+        f.write(numba_cuda.to_device(data[:5000]))
+    assert (tmp_path / "n.bin").read_bytes() == data[:5000].tobytes()
+
+
+def test_torch_cuda_round_trip(torch_cuda, tmp_path, data_file):
+    torch = torch_cuda
+    path, data = data_file
+    t = torch.empty(data.nbytes, dtype=torch.uint8, device="cuda")
+    with kvikio.CuFile(path, "r") as f:
+        assert f.read(t) == data.nbytes
+    np.testing.assert_array_equal(t.cpu().numpy(), data)
+    with kvikio.CuFile(tmp_path / "t.bin", "w") as f:
+        f.write(t[:4096])
+    assert (tmp_path / "t.bin").read_bytes() == data[:4096].tobytes()
+    with kvikio.CuFile(path, "r") as f, pytest.raises(ValueError, match="not C-contiguous"):
+        f.read(torch.empty((64, 64), dtype=torch.uint8, device="cuda").t())
+
+
+def test_torch_cpu_tensor_through_dlpack(tmp_path, random_bytes):
+    torch = pytest.importorskip("torch", reason="needs torch (not installed here)")
+    data = random_bytes(10_007)
+    path = tmp_path / "c.bin"
+    path.write_bytes(data.tobytes())
+    t = torch.zeros(data.nbytes, dtype=torch.uint8)
+    with kvikio.CuFile(path, "r") as f:
+        assert f.read(t) == data.nbytes
+    np.testing.assert_array_equal(t.numpy(), data)
+
+
+@pytest.mark.skipif(kvikio._lib.device_memory_supported, reason="this build does device IO")
+def test_device_buffers_refused_clearly_without_device_support(cupy_any, data_file):
+    path, _ = data_file
+    with kvikio.CuFile(path, "r") as f:
+        with pytest.raises(RuntimeError, match="device memory \\(cupy.ndarray\\)"):
+            f.read(cupy_any.zeros(100, dtype=cupy_any.uint8))

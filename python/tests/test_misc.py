@@ -1,0 +1,91 @@
+"""Page cache helpers, numpy helpers, registration calls, version, and pending features."""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+import pytest
+
+import kvikio
+import kvikio.numpy
+
+
+def test_version():
+    assert isinstance(kvikio.__version__, str)
+    assert kvikio.__version__.count(".") == 2
+
+
+def test_page_cache_info_and_drop(tmp_path, random_bytes):
+    path = tmp_path / "p.bin"
+    path.write_bytes(random_bytes(5 * 4096).tobytes())
+    cached, total = kvikio.get_page_cache_info(path)
+    assert total == 5 and 0 <= cached <= total
+    kvikio.drop_file_page_cache(str(path))
+    with open(path, "rb") as f:
+        assert kvikio.get_page_cache_info(f)[1] == 5
+        assert kvikio.get_page_cache_info(f.fileno())[1] == 5
+    with pytest.raises(FileNotFoundError, match="absent.bin"):
+        kvikio.get_page_cache_info(tmp_path / "absent.bin")
+    with pytest.raises(FileNotFoundError, match="absent.bin"):
+        kvikio.drop_file_page_cache(tmp_path / "absent.bin")
+
+
+def test_clear_page_cache_is_deprecated(monkeypatch):
+    calls = []
+    monkeypatch.setattr(kvikio.cufile, "drop_system_page_cache", lambda *a: calls.append(a))
+    with pytest.warns(DeprecationWarning, match="drop_system_page_cache"):
+        kvikio.clear_page_cache()
+    assert calls == [(True, True)]
+
+
+def test_numpy_fromfile_tofile(tmp_path, rng):
+    a = rng.standard_normal(10_001).astype(np.float32)
+    path = tmp_path / "n.bin"
+    kvikio.numpy.tofile(a, path)
+    np.testing.assert_array_equal(np.fromfile(path, dtype=np.float32), a)
+    b = kvikio.numpy.fromfile(path, dtype=np.float32)
+    np.testing.assert_array_equal(b, a)
+    c = kvikio.numpy.fromfile(str(path), dtype=np.float32, count=100, offset=40)
+    np.testing.assert_array_equal(c, a[10:110])
+    d = kvikio.numpy.fromfile(path, dtype="f4", like=np.empty(0))
+    assert isinstance(d, np.ndarray)
+    np.testing.assert_array_equal(d, a)
+    with pytest.raises(ValueError, match="sep"):
+        kvikio.numpy.fromfile(path, sep=",")
+    with pytest.raises(RuntimeError, match="n.bin"):
+        kvikio.numpy.fromfile(path, dtype=np.float32, count=20_000)
+    with pytest.raises(FileNotFoundError, match="absent"):
+        kvikio.numpy.fromfile(tmp_path / "absent")
+
+
+def test_registration_calls_on_host_memory():
+    buf = np.zeros(4096, dtype=np.uint8)
+    kvikio.memory_register(buf)
+    kvikio.memory_deregister(buf)
+    assert kvikio.bounce_buffer_free() >= 0
+    with pytest.raises(TypeError, match="stream"):
+        kvikio.stream_register("not a stream", 0)
+    with pytest.raises(OverflowError, match="-1"):
+        kvikio.stream_deregister(-1)
+
+
+def test_pending_bindings_are_listed():
+    pending = kvikio._lib.pending_bindings()
+    assert isinstance(pending, list)
+    assert all(isinstance(p, str) for p in pending)
+
+
+def test_remote_file_gives_a_clear_error():
+    assert kvikio.is_remote_file_available() is False
+    with pytest.raises(RuntimeError, match="pending.*cannot open 'https://example.com/x'"):
+        kvikio.RemoteFile.open_http("https://example.com/x")
+    with pytest.raises(RuntimeError, match="s3://b/o"):
+        kvikio.RemoteFile.open_s3("b", "o")
+
+
+def test_stubs_ship_with_the_package():
+    pkg = os.path.dirname(kvikio.__file__)
+    assert os.path.exists(os.path.join(pkg, "_lib.pyi"))
+    assert os.path.exists(os.path.join(pkg, "py.typed"))

@@ -1,0 +1,180 @@
+"""kvikio.zarr.GDSStore: zarr's own store conformance tests, round trips against LocalStore,
+and the import guard."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+zarr = pytest.importorskip("zarr", minversion="3")
+
+from zarr.core.buffer import cpu  # noqa: E402
+from zarr.storage import LocalStore  # noqa: E402
+from zarr.testing.store import StoreTests  # noqa: E402
+
+from kvikio.zarr import GDSStore  # noqa: E402
+
+try:
+    import cupy
+
+    cupy.cuda.runtime.getDeviceCount()
+    HAVE_GPU = True
+except Exception:  # no CuPy, or CuPy without a device
+    HAVE_GPU = False
+
+needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="needs a GPU and CuPy")
+
+
+class TestGDSStoreConformance(StoreTests[GDSStore, cpu.Buffer]):
+    store_cls = GDSStore
+    buffer_cls = cpu.Buffer
+
+    async def get(self, store: GDSStore, key: str) -> cpu.Buffer:
+        return self.buffer_cls.from_bytes((store.root / key).read_bytes())
+
+    async def set(self, store: GDSStore, key: str, value) -> None:
+        path = store.root / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(value.to_bytes())
+
+    @pytest.fixture
+    def store_kwargs(self, tmp_path) -> dict:
+        return {"root": str(tmp_path)}
+
+    def test_store_repr(self, store: GDSStore) -> None:
+        assert repr(store) == f"GDSStore('file://{store.root.as_posix()}')"
+
+    def test_store_supports_writes(self, store: GDSStore) -> None:
+        assert store.supports_writes
+
+    def test_store_supports_listing(self, store: GDSStore) -> None:
+        assert store.supports_listing
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape", "chunks"),
+    [
+        ("float32", (1000, 1000), (100, 100)),
+        ("int16", (37, 53, 11), (8, 16, 5)),
+        ("uint8", (4097,), (1000,)),
+        ("float64", (3, 1), (2, 1)),
+        ("complex64", (250, 7), (64, 7)),
+    ],
+)
+@pytest.mark.parametrize("compressed", [False, True])
+def test_round_trip_matches_local_store(tmp_path, dtype, shape, chunks, compressed):
+    rng = np.random.default_rng(sum(shape))
+    data = rng.standard_normal(shape) * 1000
+    if np.dtype(dtype).kind == "c":
+        data = data + 1j * rng.standard_normal(shape)
+    data = data.astype(dtype)
+    compressors = "auto" if compressed else None
+
+    arrays = {}
+    for name, store in (("gds", GDSStore(tmp_path / "gds.zarr")), ("local", LocalStore(tmp_path / "local.zarr"))):
+        z = zarr.create_array(store=store, shape=shape, chunks=chunks, dtype=dtype, compressors=compressors)
+        z[...] = data
+        arrays[name] = zarr.open_array(store=store, mode="r")
+
+    np.testing.assert_array_equal(arrays["gds"][...], data)
+    np.testing.assert_array_equal(arrays["gds"][...], arrays["local"][...])
+    # A slice that cuts through chunks reads only what it needs and agrees too.
+    window = tuple(slice(s // 3, s // 3 + max(1, s // 2)) for s in shape)
+    np.testing.assert_array_equal(arrays["gds"][window], data[window])
+    # The chunk files are byte for byte those LocalStore wrote.
+    for chunk in sorted((tmp_path / "local.zarr").rglob("c/*")):
+        if chunk.is_file():
+            twin = tmp_path / "gds.zarr" / chunk.relative_to(tmp_path / "local.zarr")
+            assert twin.read_bytes() == chunk.read_bytes()
+
+
+async def test_byte_ranges_are_served_without_reading_whole_values(tmp_path):
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+    from zarr.core.buffer import default_buffer_prototype
+
+    payload = np.random.default_rng(1).integers(0, 256, 10_001, dtype=np.uint8).tobytes()
+    store = await GDSStore.open(root=tmp_path)
+    await store.set("k", cpu.Buffer.from_bytes(payload))
+    proto = default_buffer_prototype()
+    cases = {
+        RangeByteRequest(4095, 8193): payload[4095:8193],
+        RangeByteRequest(9000, 20000): payload[9000:],
+        OffsetByteRequest(4097): payload[4097:],
+        SuffixByteRequest(123): payload[-123:],
+        SuffixByteRequest(50_000): payload,
+    }
+    for request, expected in cases.items():
+        got = await store.get("k", prototype=proto, byte_range=request)
+        assert got.to_bytes() == expected, request
+
+
+async def test_failed_write_leaves_the_old_value(tmp_path, monkeypatch):
+    import kvikio.zarr as kz
+
+    store = await GDSStore.open(root=tmp_path)
+    await store.set("k", cpu.Buffer.from_bytes(b"old value"))
+
+    class Boom(RuntimeError):
+        pass
+
+    def failing_replace(src, dst):
+        raise Boom("disk vanished")
+
+    monkeypatch.setattr(kz.os, "replace", failing_replace)
+    with pytest.raises(Boom):
+        await store.set("k", cpu.Buffer.from_bytes(b"new value that never lands"))
+    assert (tmp_path / "k").read_bytes() == b"old value"
+    assert [p.name for p in tmp_path.iterdir()] == ["k"], "the partial file must be removed"
+
+
+def test_read_only_store_refuses_writes(tmp_path):
+    GDSStore(tmp_path).set_sync("k", cpu.Buffer.from_bytes(b"x"))
+    ro = GDSStore(tmp_path, read_only=True)
+    with pytest.raises(ValueError, match="read-only"):
+        ro.set_sync("k", cpu.Buffer.from_bytes(b"y"))
+    assert ro.get_sync("k").to_bytes() == b"x"
+
+
+@pytest.mark.parametrize(
+    ("fake_version", "needle"), [("2.18.3", "zarr 2.18.3 is installed"), (None, "not installed")]
+)
+def test_import_without_zarr3_explains_what_is_needed(tmp_path, fake_version, needle):
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    if fake_version is None:
+        # A module that fails to import stands in for a missing zarr.
+        (fake / "zarr.py").write_text("raise ImportError('No module named zarr')\n")
+    else:
+        (fake / "zarr.py").write_text(f"__version__ = {fake_version!r}\n")
+    code = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(fake)!r})
+        try:
+            import kvikio.zarr
+        except ImportError as e:
+            print(e)
+            sys.exit(0)
+        sys.exit("imported without error")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "zarr>=3" in out.stdout
+    assert needle in out.stdout
+
+
+@needs_gpu
+def test_gpu_chunks_come_back_as_cupy(tmp_path):
+    with zarr.config.enable_gpu():
+        store = GDSStore(root=tmp_path / "data.zarr")
+        z = zarr.create_array(store=store, shape=(1000, 1000), chunks=(100, 100), dtype="float32", overwrite=True)
+        data = cupy.random.default_rng(3).standard_normal((1000, 1000), dtype=cupy.float32)
+        z[...] = data
+        chunk = z[:100, :100]
+        assert isinstance(chunk, cupy.ndarray)
+        cupy.testing.assert_array_equal(chunk, data[:100, :100])
+        cupy.testing.assert_array_equal(z[...], data)

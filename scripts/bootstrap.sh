@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing need (Debian/Ubuntu packages, Python packages), then
+# configures and builds the library, the `kvikio` tool and the tests into build/.
+# Safe to run again: installed packages are skipped and the build is incremental.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config git rsync
+              libgtest-dev libgmock-dev clang-format python3 python3-pip python3-venv
+              libcurl4-openssl-dev openssl nginx-light python3-dev)
+PIP_PACKAGES=("moto[server]>=5" boto3)
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[bootstrap] installing: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ ${#PIP_PACKAGES[@]} -gt 0 ]; then
+  python3 -m pip install -q "${PIP_PACKAGES[@]}"
+fi
+
+BUILD_DIR=${KVIKIO_BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVIKIO_WARNINGS_AS_ERRORS=ON
+cmake --build "$BUILD_DIR" -j"$(nproc)"
+echo "[bootstrap] built into $BUILD_DIR (tool: $BUILD_DIR/tools/kvikio)"

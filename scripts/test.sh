@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every test that this machine can run, after scripts/bootstrap.sh:
+#   1. the C++ suites (ctest; GPU-only tests skip visibly without a GPU)
+#   2. the host suites again under AddressSanitizer + UndefinedBehaviorSanitizer
+#   3. the thread-pool and parallel-IO suites under ThreadSanitizer
+#   4. formatting (clang-format)
+#   5. an installed-package consumer built with find_package(kvikio)
+#   6. the Python package: pip install . into a fresh virtual environment, then pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=$(nproc)
+BUILD_DIR=${KVIKIO_BUILD_DIR:-build}
+step() { echo; echo "=== $* ==="; }
+
+step "C++ tests"
+(cd "$BUILD_DIR" && ctest -j"$JOBS" --output-on-failure)
+
+step "C++ host and remote tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKVIKIO_SANITIZE=address,undefined \
+  -DKVIKIO_BUILD_TOOLS=OFF >/dev/null
+cmake --build build-asan -j"$JOBS"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j"$JOBS" -L "host|remote" --output-on-failure)
+
+step "thread pool and parallel IO under ThreadSanitizer"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKVIKIO_SANITIZE=thread \
+  -DKVIKIO_BUILD_TOOLS=OFF >/dev/null
+cmake --build build-tsan -j"$JOBS"
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest -j"$JOBS" -L "threads|io" --output-on-failure)
+
+step "formatting"
+git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run -Werror
+echo "clang-format: clean"
+
+step "install and build a consumer with find_package(kvikio)"
+rm -rf build-install build-consumer
+cmake --install "$BUILD_DIR" --prefix "$PWD/build-install" >/dev/null
+cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build-install" >/dev/null
+cmake --build build-consumer
+./build-consumer/consumer
+
+step "Python package: pip install . and pytest"
+rm -rf .venv
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q . pytest pytest-asyncio matplotlib "zarr>=3" "moto[server]>=5" boto3
+.venv/bin/python -m pytest python/tests -rsx -q

@@ -1,0 +1,44 @@
+#pragma once
+// kvikio::CurlHandle: one request's libcurl easy handle, borrowed from a per-thread cache.
+#include <curl/curl.h>
+
+#include <cstddef>
+#include <string>
+
+#include <kvikio/error.hpp>
+
+namespace kvikio {
+
+/// How a range is asked for: a Range header answered by 206 + Content-Range (HTTP, S3), or
+/// by the URL itself answered by 200 with exactly the bytes (WebHDFS op=OPEN).
+enum class RangeStyle { header, url };
+
+class CurlHandle {
+ public:
+  /// Borrows this thread's cached easy handle, reset to defaults (the connection cache stays,
+  /// so consecutive requests to one host reuse their connection).
+  CurlHandle();
+  ~CurlHandle();
+  CurlHandle(const CurlHandle&)            = delete;
+  CurlHandle& operator=(const CurlHandle&) = delete;
+
+  template <typename T>
+  void setopt(CURLoption option, T value)
+  {
+    auto rc = curl_easy_setopt(handle_, option, value);
+    if (rc != CURLE_OK) { throw_setopt_error(option, rc); }
+  }
+  /// Adds a request header ("Name: value"); the list lives as long as this object.
+  void append_header(const std::string& header);
+  [[nodiscard]] CURL* get() const noexcept { return handle_; }
+
+  /// Set by RemoteEndpoint::setup_range_request: how the response to a range is checked.
+  RangeStyle range_style{RangeStyle::header};
+
+ private:
+  [[noreturn]] static void throw_setopt_error(CURLoption option, CURLcode rc);
+  CURL* handle_;
+  curl_slist* headers_{nullptr};
+};
+
+}  // namespace kvikio

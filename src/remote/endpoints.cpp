@@ -1,0 +1,363 @@
+// The HTTP and S3 endpoints, endpoint-type inference.
+#include <algorithm>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include <kvikio/hdfs.hpp>
+#include <kvikio/remote_handle.hpp>
+
+#include "remote/curl_handle.hpp"
+#include "remote/transfer.hpp"
+#include "remote/url.hpp"
+
+namespace kvikio {
+
+std::string to_string(RemoteEndpointType type)
+{
+  switch (type) {
+    case RemoteEndpointType::AUTO:
+      return "AUTO";
+    case RemoteEndpointType::S3:
+      return "S3";
+    case RemoteEndpointType::S3_PUBLIC:
+      return "S3_PUBLIC";
+    case RemoteEndpointType::S3_PRESIGNED_URL:
+      return "S3_PRESIGNED_URL";
+    case RemoteEndpointType::WEBHDFS:
+      return "WEBHDFS";
+    case RemoteEndpointType::HTTP:
+      return "HTTP";
+  }
+  return "UNKNOWN";
+}
+
+RemoteEndpoint::RemoteEndpoint(RemoteEndpointType type, std::string url)
+  : type_(type), url_(std::move(url))
+{
+}
+
+void RemoteEndpoint::setup_range_request(CurlHandle& curl,
+                                         std::size_t file_offset,
+                                         std::size_t size)
+{
+  std::string range = std::to_string(file_offset) + "-" + std::to_string(file_offset + size - 1);
+  curl.setopt(CURLOPT_RANGE, range.c_str());
+  curl.range_style = RangeStyle::header;
+}
+
+namespace {
+
+void require_http_url(const std::string& url, const char* who)
+{
+  if (!detail::is_http_url(url)) {
+    throw std::invalid_argument(std::string(who) + ": '" + redact_url(url) +
+                                "' is not an http:// or https:// URL");
+  }
+}
+
+bool is_aws_s3_host(const std::string& host)
+{
+  auto ends_with = [&](std::string_view suffix) {
+    return host.size() >= suffix.size() &&
+           host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return (ends_with(".amazonaws.com") || ends_with(".amazonaws.com.cn")) &&
+         (host.rfind("s3.", 0) == 0 || host.rfind("s3-", 0) == 0 ||
+          host.find(".s3.") != std::string::npos || host.find(".s3-") != std::string::npos);
+}
+
+bool is_presigned_query(const std::string& query)
+{
+  using detail::query_param;
+  return (query_param(query, "X-Amz-Algorithm") && query_param(query, "X-Amz-Signature")) ||
+         (query_param(query, "AWSAccessKeyId") && query_param(query, "Signature") &&
+          query_param(query, "Expires"));
+}
+
+// "https://bucket.s3.us-west-2.amazonaws.com/.." or "https://s3.us-west-2.amazonaws.com/..":
+// the region in the host, for S3 URLs given without a region.
+std::optional<std::string> region_from_host(const std::string& host)
+{
+  std::vector<std::string> labels;
+  std::size_t start = 0;
+  while (true) {
+    auto dot = host.find('.', start);
+    labels.push_back(host.substr(start, dot - start));
+    if (dot == std::string::npos) { break; }
+    start = dot + 1;
+  }
+  for (std::size_t i = 0; i + 2 < labels.size(); ++i) {
+    if (labels[i] == "s3" && labels[i + 1].find('-') != std::string::npos &&
+        labels[i + 2] == "amazonaws") {
+      return labels[i + 1];
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------- HttpEndpoint
+
+HttpEndpoint::HttpEndpoint(std::string url)
+  : RemoteEndpoint(RemoteEndpointType::HTTP, std::move(url))
+{
+  require_http_url(url_, "HttpEndpoint");
+}
+
+void HttpEndpoint::setopt(CurlHandle& curl)
+{
+  curl.setopt(CURLOPT_URL, url_.c_str());
+  // Download links often redirect (to a CDN or mirror); libcurl keeps the Range header and
+  // does not forward credentials to another host.
+  curl.setopt(CURLOPT_FOLLOWLOCATION, 1L);
+  curl.setopt(CURLOPT_MAXREDIRS, 5L);
+}
+
+std::string HttpEndpoint::str() const { return "HttpEndpoint(" + redact_url(url_) + ")"; }
+
+std::size_t HttpEndpoint::get_file_size()
+{
+  // Some servers allow only GET (405/501 to HEAD) or omit Content-Length on HEAD; a one-byte
+  // range GET then gives the size in its Content-Range.
+  auto r = detail::fetch_meta(*this, detail::MetaKind::head_or_status);
+  if (r.status >= 200 && r.status < 300 && r.content_length >= 0) {
+    return static_cast<std::size_t>(r.content_length);
+  }
+  if (r.status == 405 || r.status == 501 || (r.status >= 200 && r.status < 300)) {
+    return detail::size_from_first_byte(*this);
+  }
+  return detail::size_from_head(*this);  // throws the error that fits the status
+}
+
+bool HttpEndpoint::is_url_valid(const std::string& url) noexcept
+{
+  return detail::is_http_url(url);
+}
+
+// ----------------------------------------------------------------------------- S3Endpoint
+
+std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
+                                                   std::string object_name,
+                                                   std::optional<std::string> aws_region,
+                                                   std::optional<std::string> aws_endpoint_url)
+{
+  if (bucket_name.empty() || object_name.empty()) {
+    throw std::invalid_argument("S3: bucket and object names must not be empty (bucket '" +
+                                bucket_name + "', object '" + object_name + "')");
+  }
+  auto key = detail::percent_encode(object_name, /*keep_slash=*/true);
+  if (!aws_endpoint_url) { aws_endpoint_url = detail::getenv_nonempty("AWS_ENDPOINT_URL"); }
+  if (aws_endpoint_url) {
+    // S3-compatible servers (MinIO, moto, Ceph) are addressed path-style.
+    std::string base = *aws_endpoint_url;
+    while (!base.empty() && base.back() == '/') {
+      base.pop_back();
+    }
+    require_http_url(base, "S3 endpoint URL (AWS_ENDPOINT_URL)");
+    return base + "/" + detail::percent_encode(bucket_name, false) + "/" + key;
+  }
+  if (!aws_region) { aws_region = detail::getenv_nonempty("AWS_DEFAULT_REGION"); }
+  if (!aws_region) {
+    throw std::invalid_argument("S3: no region for s3://" + bucket_name + "/" + object_name +
+                                ": pass aws_region or set AWS_DEFAULT_REGION");
+  }
+  return "https://" + bucket_name + ".s3." + *aws_region + ".amazonaws.com/" + key;
+}
+
+std::pair<std::string, std::string> S3Endpoint::parse_s3_url(const std::string& s3_url)
+{
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument("S3: '" + redact_url(s3_url) +
+                                 "' is not an s3://<bucket>/<object> URL: " + why);
+  };
+  if (s3_url.rfind("s3://", 0) != 0) { throw bad("the scheme must be s3://"); }
+  std::string rest = s3_url.substr(5);
+  auto slash       = rest.find('/');
+  if (slash == 0 || rest.empty()) { throw bad("no bucket name"); }
+  if (slash == std::string::npos || slash + 1 == rest.size()) { throw bad("no object name"); }
+  return {rest.substr(0, slash), rest.substr(slash + 1)};
+}
+
+S3Endpoint::S3Endpoint(std::string url,
+                       std::optional<std::string> aws_region,
+                       std::optional<std::string> aws_access_key,
+                       std::optional<std::string> aws_secret_access_key,
+                       std::optional<std::string> aws_session_token)
+  : RemoteEndpoint(RemoteEndpointType::S3, std::move(url))
+{
+  if (url_.rfind("s3://", 0) == 0) {
+    url_ = url_from_bucket_and_object(
+      parse_s3_url(url_).first, parse_s3_url(url_).second, aws_region, std::nullopt);
+  }
+  require_http_url(url_, "S3Endpoint");
+  auto shown = redact_url(url_);
+  if (!aws_region) { aws_region = detail::getenv_nonempty("AWS_DEFAULT_REGION"); }
+  if (!aws_region) { aws_region = region_from_host(detail::split_url(url_)->host); }
+  if (!aws_region) {
+    throw std::invalid_argument("S3Endpoint(" + shown +
+                                "): no AWS region: pass aws_region or set AWS_DEFAULT_REGION");
+  }
+  if (!aws_access_key) { aws_access_key = detail::getenv_nonempty("AWS_ACCESS_KEY_ID"); }
+  if (!aws_access_key) {
+    throw std::invalid_argument("S3Endpoint(" + shown +
+                                "): no AWS access key: pass aws_access_key or set "
+                                "AWS_ACCESS_KEY_ID");
+  }
+  if (!aws_secret_access_key) {
+    aws_secret_access_key = detail::getenv_nonempty("AWS_SECRET_ACCESS_KEY");
+  }
+  if (!aws_secret_access_key) {
+    throw std::invalid_argument("S3Endpoint(" + shown +
+                                "): no AWS secret access key: pass aws_secret_access_key or set "
+                                "AWS_SECRET_ACCESS_KEY");
+  }
+  if (!aws_session_token) { aws_session_token = detail::getenv_nonempty("AWS_SESSION_TOKEN"); }
+  region_        = *aws_region;
+  sigv4_         = "aws:amz:" + region_ + ":s3";
+  access_key_    = std::move(*aws_access_key);
+  secret_key_    = std::move(*aws_secret_access_key);
+  session_token_ = std::move(aws_session_token);
+}
+
+S3Endpoint::S3Endpoint(std::pair<std::string, std::string> bucket_and_object_names,
+                       std::optional<std::string> aws_region,
+                       std::optional<std::string> aws_access_key,
+                       std::optional<std::string> aws_secret_access_key,
+                       std::optional<std::string> aws_endpoint_url,
+                       std::optional<std::string> aws_session_token)
+  : S3Endpoint(url_from_bucket_and_object(std::move(bucket_and_object_names.first),
+                                          std::move(bucket_and_object_names.second),
+                                          aws_region,
+                                          std::move(aws_endpoint_url)),
+               aws_region,
+               std::move(aws_access_key),
+               std::move(aws_secret_access_key),
+               std::move(aws_session_token))
+{
+}
+
+void S3Endpoint::setopt(CurlHandle& curl)
+{
+  curl.setopt(CURLOPT_URL, url_.c_str());
+  curl.setopt(CURLOPT_AWS_SIGV4, sigv4_.c_str());
+  // Separate user name and password: a colon-joined USERPWD would break on a ':' in either.
+  curl.setopt(CURLOPT_USERNAME, access_key_.c_str());
+  curl.setopt(CURLOPT_PASSWORD, secret_key_.c_str());
+  // S3 wants the payload hash header on every signed request; GET/HEAD have no payload.
+  curl.append_header("x-amz-content-sha256: UNSIGNED-PAYLOAD");
+  if (session_token_) { curl.append_header("x-amz-security-token: " + *session_token_); }
+}
+
+std::string S3Endpoint::str() const
+{
+  return "S3Endpoint(" + redact_url(url_) + ", region " + region_ + ")";
+}
+
+std::size_t S3Endpoint::get_file_size() { return detail::size_from_head(*this); }
+
+bool S3Endpoint::is_url_valid(const std::string& url) noexcept
+{
+  try {
+    if (url.rfind("s3://", 0) == 0) {
+      parse_s3_url(url);
+      return true;
+    }
+    auto p = detail::split_url(url);
+    return p && (p->scheme == "http" || p->scheme == "https") && is_aws_s3_host(p->host) &&
+           !is_presigned_query(p->query);
+  } catch (...) {
+    return false;
+  }
+}
+
+// ----------------------------------------------------------------------------- S3PublicEndpoint
+
+namespace {
+std::string public_url(const std::string& url)
+{
+  if (url.rfind("s3://", 0) != 0) {
+    require_http_url(url, "S3PublicEndpoint");
+    return url;
+  }
+  auto [bucket, object] = S3Endpoint::parse_s3_url(url);
+  auto endpoint_url     = detail::getenv_nonempty("AWS_ENDPOINT_URL");
+  auto region           = detail::getenv_nonempty("AWS_DEFAULT_REGION");
+  if (!endpoint_url && !region) {
+    // No region: the global endpoint answers for (and redirects to) any region's bucket.
+    return "https://" + bucket + ".s3.amazonaws.com/" + detail::percent_encode(object, true);
+  }
+  return S3Endpoint::url_from_bucket_and_object(bucket, object, region, endpoint_url);
+}
+}  // namespace
+
+S3PublicEndpoint::S3PublicEndpoint(std::string url)
+  : RemoteEndpoint(RemoteEndpointType::S3_PUBLIC, public_url(url))
+{
+}
+
+void S3PublicEndpoint::setopt(CurlHandle& curl) { curl.setopt(CURLOPT_URL, url_.c_str()); }
+
+std::string S3PublicEndpoint::str() const { return "S3PublicEndpoint(" + redact_url(url_) + ")"; }
+
+std::size_t S3PublicEndpoint::get_file_size() { return detail::size_from_head(*this); }
+
+bool S3PublicEndpoint::is_url_valid(const std::string& url) noexcept
+{
+  return S3Endpoint::is_url_valid(url) || detail::is_http_url(url);
+}
+
+// ----------------------------------------------------------------------------- presigned URL
+
+S3EndpointWithPresignedUrl::S3EndpointWithPresignedUrl(std::string presigned_url)
+  : RemoteEndpoint(RemoteEndpointType::S3_PRESIGNED_URL, std::move(presigned_url))
+{
+  if (!is_url_valid(url_)) {
+    throw std::invalid_argument("S3EndpointWithPresignedUrl: '" + redact_url(url_) +
+                                "' is not a presigned http(s) URL (X-Amz-Algorithm and "
+                                "X-Amz-Signature query parameters expected)");
+  }
+}
+
+void S3EndpointWithPresignedUrl::setopt(CurlHandle& curl)
+{
+  curl.setopt(CURLOPT_URL, url_.c_str());
+}
+
+std::string S3EndpointWithPresignedUrl::str() const
+{
+  return "S3EndpointWithPresignedUrl(" + redact_url(url_) + ")";
+}
+
+std::size_t S3EndpointWithPresignedUrl::get_file_size()
+{
+  return detail::size_from_first_byte(*this);
+}
+
+bool S3EndpointWithPresignedUrl::is_url_valid(const std::string& url) noexcept
+{
+  try {
+    auto p = detail::split_url(url);
+    return p && (p->scheme == "http" || p->scheme == "https") && is_presigned_query(p->query);
+  } catch (...) {
+    return false;
+  }
+}
+
+// ----------------------------------------------------------------------------- inference
+
+RemoteEndpointType infer_remote_endpoint_type(const std::string& url)
+{
+  if (S3Endpoint::is_url_valid(url)) { return RemoteEndpointType::S3; }
+  if (S3EndpointWithPresignedUrl::is_url_valid(url)) {
+    return RemoteEndpointType::S3_PRESIGNED_URL;
+  }
+  if (WebHdfsEndpoint::is_url_valid(url)) { return RemoteEndpointType::WEBHDFS; }
+  if (HttpEndpoint::is_url_valid(url)) { return RemoteEndpointType::HTTP; }
+  throw std::invalid_argument("infer_remote_endpoint_type: '" + redact_url(url) +
+                              "' is not a supported remote URL (expected s3://, http:// or "
+                              "https://)");
+}
+
+}  // namespace kvikio

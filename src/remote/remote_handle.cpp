@@ -1,0 +1,207 @@
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include <kvikio/hdfs.hpp>
+#include <kvikio/remote_handle.hpp>
+
+#include "core/parallel_io.hpp"
+#include "remote/transfer.hpp"
+
+namespace kvikio {
+namespace detail {
+
+// Reads one range into `buf`. This is the one place where the destination's memory kind
+// matters. Host memory: the sink copies each network piece straight into place.
+//
+// Device memory (to wire once src/device/ has pointer inspection and its pinned bounce-buffer
+// pool): if `buf` is a device pointer, make the sink a StagingSink (remote/staging.hpp) over
+// two pinned buffers from the pool, whose flush enqueues cuMemcpyHtoDAsync(buf + dest_offset)
+// on the thread's stream and records the slot's event, and whose wait synchronises on that
+// event; call its finish() after fetch_range returns (and on error, before the buffers go
+// back to the pool). The network transfer then overlaps the copies, and memory stays at two
+// bounce buffers per pool thread.
+std::size_t read_range_into(RemoteEndpoint& endpoint,
+                            void* buf,
+                            std::size_t size,
+                            std::size_t file_offset)
+{
+  char* dst      = static_cast<char*>(buf);
+  Sink host_sink = [dst, pos = std::size_t{0}](const char* data, std::size_t n) mutable {
+    std::memcpy(dst + pos, data, n);
+    pos += n;
+  };
+  return fetch_range(endpoint, file_offset, size, host_sink);
+}
+
+}  // namespace detail
+
+namespace {
+
+// `explicit_type`: the caller named the type, so an S3-compatible server's plain http(s) URL
+// is taken as S3; inference (AUTO) only takes s3:// and AWS S3 hosts as S3.
+bool url_fits(RemoteEndpointType type, const std::string& url, bool explicit_type)
+{
+  switch (type) {
+    case RemoteEndpointType::S3:
+      return S3Endpoint::is_url_valid(url) || (explicit_type && HttpEndpoint::is_url_valid(url));
+    case RemoteEndpointType::S3_PUBLIC:
+      return S3PublicEndpoint::is_url_valid(url);
+    case RemoteEndpointType::S3_PRESIGNED_URL:
+      return S3EndpointWithPresignedUrl::is_url_valid(url);
+    case RemoteEndpointType::WEBHDFS:
+      return WebHdfsEndpoint::is_url_valid(url);
+    case RemoteEndpointType::HTTP:
+      return HttpEndpoint::is_url_valid(url);
+    case RemoteEndpointType::AUTO:
+      return false;
+  }
+  return false;
+}
+
+std::unique_ptr<RemoteEndpoint> make_endpoint(RemoteEndpointType type, const std::string& url)
+{
+  switch (type) {
+    case RemoteEndpointType::S3:
+      if (url.rfind("s3://", 0) == 0) {
+        return std::make_unique<S3Endpoint>(S3Endpoint::parse_s3_url(url));
+      }
+      return std::make_unique<S3Endpoint>(url);
+    case RemoteEndpointType::S3_PUBLIC:
+      return std::make_unique<S3PublicEndpoint>(url);
+    case RemoteEndpointType::S3_PRESIGNED_URL:
+      return std::make_unique<S3EndpointWithPresignedUrl>(url);
+    case RemoteEndpointType::WEBHDFS:
+      return std::make_unique<WebHdfsEndpoint>(url);
+    case RemoteEndpointType::HTTP:
+      return std::make_unique<HttpEndpoint>(url);
+    case RemoteEndpointType::AUTO:
+      break;
+  }
+  throw std::invalid_argument("RemoteHandle::open: AUTO is not a concrete endpoint type");
+}
+
+std::string list_text(const std::vector<RemoteEndpointType>& types)
+{
+  std::string s;
+  for (auto t : types) {
+    if (!s.empty()) { s += ", "; }
+    s += to_string(t);
+  }
+  return s;
+}
+
+}  // namespace
+
+RemoteHandle RemoteHandle::open(const std::string& url,
+                                RemoteEndpointType remote_endpoint_type,
+                                std::optional<std::vector<RemoteEndpointType>> allow_list,
+                                std::optional<std::size_t> nbytes)
+{
+  const std::vector<RemoteEndpointType> types =
+    allow_list.value_or(std::vector<RemoteEndpointType>{RemoteEndpointType::S3,
+                                                        RemoteEndpointType::S3_PRESIGNED_URL,
+                                                        RemoteEndpointType::WEBHDFS,
+                                                        RemoteEndpointType::HTTP});
+  std::unique_ptr<RemoteEndpoint> endpoint;
+  if (remote_endpoint_type == RemoteEndpointType::AUTO) {
+    for (auto t : types) {
+      if (url_fits(t, url, false)) {
+        endpoint = make_endpoint(t, url);
+        break;
+      }
+    }
+    if (!endpoint) {
+      throw std::invalid_argument("RemoteHandle::open: no allowed endpoint type (" +
+                                  list_text(types) + ") accepts the URL '" + redact_url(url) + "'");
+    }
+  } else {
+    if (allow_list && std::find(types.begin(), types.end(), remote_endpoint_type) == types.end()) {
+      throw std::invalid_argument("RemoteHandle::open: endpoint type " +
+                                  to_string(remote_endpoint_type) + " is not in the allow list (" +
+                                  list_text(types) + ") for '" + redact_url(url) + "'");
+    }
+    if (!url_fits(remote_endpoint_type, url, true)) {
+      throw std::invalid_argument("RemoteHandle::open: '" + redact_url(url) +
+                                  "' is not a valid URL for endpoint type " +
+                                  to_string(remote_endpoint_type));
+    }
+    endpoint = make_endpoint(remote_endpoint_type, url);
+  }
+  if (nbytes) { return RemoteHandle(std::move(endpoint), *nbytes); }
+  return RemoteHandle(std::move(endpoint));
+}
+
+RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint, std::size_t nbytes)
+  : endpoint_(std::move(endpoint)), nbytes_(nbytes)
+{
+  if (!endpoint_) { throw std::invalid_argument("RemoteHandle: the endpoint must not be null"); }
+}
+
+RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
+  : endpoint_(std::move(endpoint))
+{
+  if (!endpoint_) { throw std::invalid_argument("RemoteHandle: the endpoint must not be null"); }
+  nbytes_ = endpoint_->get_file_size();
+}
+
+RemoteHandle::~RemoteHandle() = default;
+
+RemoteEndpointType RemoteHandle::remote_endpoint_type() const noexcept
+{
+  return endpoint_->remote_endpoint_type();
+}
+
+void RemoteHandle::check_range(std::size_t size, std::size_t file_offset) const
+{
+  if (size > 0 && (file_offset > nbytes_ || size > nbytes_ - file_offset)) {
+    throw EndOfFileError("kvikio: read of " + std::to_string(size) + " bytes at offset " +
+                         std::to_string(file_offset) + " from " + redact_url(endpoint_->url()) +
+                         " ends past the end of the object (" + std::to_string(nbytes_) +
+                         " bytes); no request was sent");
+  }
+}
+
+std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_offset)
+{
+  check_range(size, file_offset);
+  if (size == 0) { return 0; }
+  if (buf == nullptr) {
+    throw std::invalid_argument("RemoteHandle::read: null buffer for " + std::to_string(size) +
+                                " bytes from " + redact_url(endpoint_->url()));
+  }
+  // One range request per task_size piece, in order on this thread: http_timeout bounds a
+  // request, so an unbounded request would turn a large, healthy read into a timeout.
+  std::size_t done = 0;
+  for (const auto& t : detail::split_into_tasks(size, file_offset, defaults::task_size())) {
+    done += detail::read_range_into(
+      *endpoint_, static_cast<char*>(buf) + t.buf_offset, t.size, t.file_offset);
+  }
+  return done;
+}
+
+std::future<std::size_t> RemoteHandle::pread(void* buf,
+                                             std::size_t size,
+                                             std::size_t file_offset,
+                                             std::size_t task_size)
+{
+  check_range(size, file_offset);
+  if (size == 0) { return detail::ready_future(0); }
+  if (buf == nullptr) {
+    throw std::invalid_argument("RemoteHandle::pread: null buffer for " + std::to_string(size) +
+                                " bytes from " + redact_url(endpoint_->url()));
+  }
+  if (task_size == 0) {
+    throw std::invalid_argument("RemoteHandle::pread: task_size must be > 0 (reading " +
+                                redact_url(endpoint_->url()) + ")");
+  }
+  // Tasks hold the endpoint, so a handle moved or destroyed early cannot pull it from them.
+  std::shared_ptr<RemoteEndpoint> endpoint = endpoint_;
+  char* base                               = static_cast<char*>(buf);
+  auto op = [endpoint, base, file_offset](const detail::TaskRange& t) -> std::size_t {
+    return detail::read_range_into(*endpoint, base + t.buf_offset, t.size, t.file_offset);
+  };
+  return detail::parallel_io(op, size, file_offset, task_size);
+}
+
+}  // namespace kvikio

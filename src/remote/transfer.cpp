@@ -1,0 +1,531 @@
+#include "remote/transfer.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "remote/curl_handle.hpp"
+#include "remote/url.hpp"
+
+namespace kvikio {
+
+// ---------------------------------------------------------------------------------------------
+// CurlHandle and the per-thread handle cache
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+std::once_flag curl_global_once;
+
+// Each thread keeps one easy handle: reusing it keeps its connection cache, so the many range
+// requests a pool thread makes to one server share a TCP (and TLS) connection.
+struct ThreadCurl {
+  CURL* handle{nullptr};
+  bool in_use{false};
+  ThreadCurl()                             = default;
+  ThreadCurl(const ThreadCurl&)            = delete;
+  ThreadCurl& operator=(const ThreadCurl&) = delete;
+  ~ThreadCurl()
+  {
+    if (handle != nullptr) { curl_easy_cleanup(handle); }
+  }
+};
+thread_local ThreadCurl thread_curl;
+
+}  // namespace
+
+CurlHandle::CurlHandle()
+{
+  // curl_global_init is not thread safe on every libcurl build; do it once, explicitly.
+  std::call_once(curl_global_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (!thread_curl.in_use) {
+    if (thread_curl.handle == nullptr) { thread_curl.handle = curl_easy_init(); }
+    handle_ = thread_curl.handle;
+    if (handle_ != nullptr) {
+      curl_easy_reset(handle_);
+      thread_curl.in_use = true;
+    }
+  } else {
+    handle_ = curl_easy_init();  // a nested request on this thread: a private handle
+  }
+  if (handle_ == nullptr) { throw Error("kvikio: curl_easy_init() failed"); }
+}
+
+CurlHandle::~CurlHandle()
+{
+  if (headers_ != nullptr) { curl_slist_free_all(headers_); }
+  if (handle_ == thread_curl.handle) {
+    thread_curl.in_use = false;
+  } else {
+    curl_easy_cleanup(handle_);
+  }
+}
+
+void CurlHandle::append_header(const std::string& header)
+{
+  auto* list = curl_slist_append(headers_, header.c_str());
+  if (list == nullptr) { throw Error("kvikio: curl_slist_append() failed"); }
+  headers_ = list;
+  setopt(CURLOPT_HTTPHEADER, headers_);
+}
+
+void CurlHandle::throw_setopt_error(CURLoption option, CURLcode rc)
+{
+  throw Error("kvikio: curl_easy_setopt(" + std::to_string(static_cast<int>(option)) +
+              ") failed: " + curl_easy_strerror(rc));
+}
+
+}  // namespace kvikio
+
+namespace kvikio::detail {
+namespace {
+
+// libcurl's receive buffer: larger than its 16 KiB default, so that a fast server fills
+// fewer, larger write callbacks (fewer copies' overhead per byte).
+constexpr long receive_buffer_size = 512L * 1024;
+
+std::string lower(std::string s)
+{
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// Headers of the response being received. A redirect (WebHDFS) starts a new status line, so
+// everything is reset there.
+struct HeaderState {
+  std::optional<long long> range_start, range_end, range_total;
+};
+
+std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user)
+{
+  auto* st = static_cast<HeaderState*>(user);
+  auto len = size * n;
+  std::string line(data, len);
+  if (line.rfind("HTTP/", 0) == 0) {
+    *st = HeaderState{};
+    return len;
+  }
+  auto colon = line.find(':');
+  if (colon == std::string::npos) { return len; }
+  if (lower(line.substr(0, colon)) != "content-range") { return len; }
+  // "bytes a-b/total" or "bytes */total"
+  std::string v = line.substr(colon + 1);
+  long long a = 0, b = 0, total = 0;
+  char star = 0;
+  if (std::sscanf(v.c_str(), " bytes %lld-%lld/%lld", &a, &b, &total) == 3) {
+    st->range_start = a;
+    st->range_end   = b;
+    st->range_total = total;
+  } else if (std::sscanf(v.c_str(), " bytes %c/%lld", &star, &total) == 2 && star == '*') {
+    st->range_total = total;
+  }
+  return len;
+}
+
+// S3 and similar servers put a machine-readable <Code> in error bodies. Only that word goes
+// into messages: the rest of an S3 error (StringToSign, SignatureProvided, AWSAccessKeyId)
+// can hold credentials.
+std::string error_code_from_body(const std::string& body)
+{
+  auto a = body.find("<Code>");
+  auto b = body.find("</Code>");
+  if (a == std::string::npos || b == std::string::npos || b <= a + 6) { return {}; }
+  std::string code = body.substr(a + 6, b - a - 6);
+  if (code.size() > 64 || !std::all_of(code.begin(), code.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+      })) {
+    return {};
+  }
+  return code;
+}
+
+struct Attempt {
+  CURLcode rc{CURLE_OK};
+  long status{0};
+  std::string curl_error;
+  std::string error_code;
+  bool ok{false};  // a complete, successful response
+};
+
+bool is_retryable_transport(CURLcode rc)
+{
+  switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_retryable_status(long status)
+{
+  auto codes = defaults::http_status_codes();
+  return std::find(codes.begin(), codes.end(), static_cast<int>(status)) != codes.end();
+}
+
+std::string describe_failure(const std::string& what,
+                             const std::string& url,
+                             const Attempt& a,
+                             std::size_t attempts)
+{
+  std::ostringstream s;
+  s << "kvikio: " << what << " " << url << " failed: ";
+  if (a.rc == CURLE_OK || a.status != 0) {
+    s << "HTTP status " << a.status;
+    if (!a.error_code.empty()) { s << " (" << a.error_code << ")"; }
+  } else {
+    s << "no HTTP response (HTTP status 0)";
+  }
+  if (a.rc != CURLE_OK) {
+    s << "; " << (a.curl_error.empty() ? curl_easy_strerror(a.rc) : a.curl_error) << " (curl error "
+      << static_cast<int>(a.rc) << ")";
+  }
+  s << " after " << attempts << " attempt" << (attempts == 1 ? "" : "s");
+  return s.str();
+}
+
+// Runs `attempt_once` until it succeeds, fails in a way that is not retried, or the attempts
+// run out; then throws the error that fits the last failure.
+template <typename AttemptFn, typename DescribeFn>
+void with_retries(const RemoteEndpoint& endpoint, DescribeFn describe, AttemptFn attempt_once)
+{
+  const std::size_t max_attempts = std::max<std::size_t>(1, defaults::http_max_attempts());
+  const std::string url          = redact_url(endpoint.url());
+  std::chrono::milliseconds backoff{200};
+  for (std::size_t attempt = 1;; ++attempt) {
+    Attempt a = attempt_once();
+    if (a.ok) { return; }
+    bool http_failure = a.rc == CURLE_OK;
+    bool retryable    = http_failure ? is_retryable_status(a.status) : is_retryable_transport(a.rc);
+    if (retryable && attempt < max_attempts) {
+      std::cerr << describe_failure(describe(), url, a, attempt) << "; retrying in "
+                << backoff.count() << " ms (attempt " << attempt + 1 << " of " << max_attempts
+                << ")\n";
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds{4000});
+      continue;
+    }
+    auto msg = describe_failure(describe(), url, a, attempt);
+    if (http_failure) { throw RemoteHttpError(msg, url, a.status); }
+    if (a.rc == CURLE_OPERATION_TIMEDOUT) { throw RemoteTimeoutError(msg, url, a.status); }
+    if (a.rc == CURLE_PARTIAL_FILE) { throw RemoteTruncatedError(msg, url, a.status); }
+    throw RemoteTransportError(msg, url, a.status);
+  }
+}
+
+void set_common_options(CurlHandle& curl, char* errbuf)
+{
+  curl.setopt(CURLOPT_NOSIGNAL, 1L);
+  curl.setopt(CURLOPT_ERRORBUFFER, errbuf);
+  errbuf[0]      = '\0';
+  long timeout_s = defaults::http_timeout();
+  curl.setopt(CURLOPT_TIMEOUT, timeout_s);
+  curl.setopt(CURLOPT_CONNECTTIMEOUT, timeout_s);
+  curl.setopt(CURLOPT_BUFFERSIZE, receive_buffer_size);
+  curl.setopt(CURLOPT_USERAGENT, "kvikio");
+  set_ca_options(curl);
+}
+
+}  // namespace
+
+void set_ca_options(CurlHandle& curl)
+{
+  curl.setopt(CURLOPT_SSL_VERIFYPEER, 1L);
+  curl.setopt(CURLOPT_SSL_VERIFYHOST, 2L);
+  // libcurl itself ignores these variables; the curl tool reads them, and users expect the
+  // same here (e.g. a corporate proxy CA in CURL_CA_BUNDLE).
+  if (auto f = getenv_nonempty("CURL_CA_BUNDLE")) {
+    curl.setopt(CURLOPT_CAINFO, f->c_str());
+    return;
+  }
+  bool set_any = false;
+  if (auto f = getenv_nonempty("SSL_CERT_FILE")) {
+    curl.setopt(CURLOPT_CAINFO, f->c_str());
+    set_any = true;
+  }
+  if (auto d = getenv_nonempty("SSL_CERT_DIR")) {
+    curl.setopt(CURLOPT_CAPATH, d->c_str());
+    set_any = true;
+  }
+  if (set_any) { return; }
+  // libcurl's compiled-in bundle may not exist when the library was built on another
+  // distribution (wheels); then use the first system bundle that does.
+  static const std::optional<std::string> fallback = []() -> std::optional<std::string> {
+    char* builtin = nullptr;
+    CURL* probe   = curl_easy_init();
+    if (probe != nullptr) {
+      curl_easy_getinfo(probe, CURLINFO_CAINFO, &builtin);
+      std::string builtin_path = builtin != nullptr ? builtin : "";
+      curl_easy_cleanup(probe);
+      std::error_code ec;
+      if (!builtin_path.empty() && std::filesystem::exists(builtin_path, ec)) {
+        return std::nullopt;
+      }
+    }
+    for (const char* p : {"/etc/ssl/certs/ca-certificates.crt",
+                          "/etc/pki/tls/certs/ca-bundle.crt",
+                          "/etc/ssl/ca-bundle.pem",
+                          "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+                          "/etc/ssl/cert.pem"}) {
+      std::error_code ec;
+      if (std::filesystem::exists(p, ec)) { return std::string(p); }
+    }
+    return std::nullopt;
+  }();
+  if (fallback) { curl.setopt(CURLOPT_CAINFO, fallback->c_str()); }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Range reads
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+struct RangeState {
+  CURL* curl{nullptr};
+  const Sink* sink{nullptr};
+  RangeStyle style{RangeStyle::header};
+  std::size_t offset{0};  // file offset this attempt asked for
+  std::size_t want{0};    // bytes this attempt asked for
+  std::size_t got{0};     // bytes delivered to the sink by this attempt
+  bool checked{false};    // the status and Content-Range were checked
+  bool error_status{false};
+  bool enough{false};  // a 200 from offset 0: the first `want` bytes were taken, rest cut
+  std::string error_body;
+  std::string range_problem;
+  std::exception_ptr sink_error;
+  HeaderState headers;
+};
+
+std::size_t on_range_body(char* data, std::size_t size, std::size_t n, void* user)
+{
+  auto* st = static_cast<RangeState*>(user);
+  auto len = size * n;
+  if (!st->checked) {
+    st->checked = true;
+    long status = 0;
+    curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status >= 300) {
+      st->error_status = true;
+    } else if (st->style == RangeStyle::header) {
+      if (status == 206) {
+        if (!st->headers.range_start ||
+            static_cast<std::size_t>(*st->headers.range_start) != st->offset) {
+          st->range_problem = "the server answered 206 with Content-Range starting at " +
+                              (st->headers.range_start ? std::to_string(*st->headers.range_start)
+                                                       : std::string("<none>")) +
+                              " instead of " + std::to_string(st->offset);
+          return 0;
+        }
+      } else if (st->offset != 0) {
+        st->range_problem = "the server ignored the Range header (HTTP status " +
+                            std::to_string(status) + " instead of 206)";
+        return 0;
+      }
+    }
+  }
+  if (st->error_status) {
+    if (st->error_body.size() < 4096) {
+      st->error_body.append(data, std::min<std::size_t>(len, 4096));
+    }
+    return len;
+  }
+  std::size_t take = std::min(len, st->want - st->got);
+  if (take > 0) {
+    try {
+      (*st->sink)(data, take);
+    } catch (...) {
+      st->sink_error = std::current_exception();
+      return 0;
+    }
+    st->got += take;
+  }
+  if (take < len) {
+    long status = 0;
+    curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (st->style == RangeStyle::header && status == 200 && st->offset == 0) {
+      st->enough = true;  // a whole-object answer to a range from 0: we have our prefix
+    } else {
+      st->range_problem = "the server sent more than the " + std::to_string(st->want) +
+                          " bytes asked for (HTTP status " + std::to_string(status) + ")";
+    }
+    return 0;
+  }
+  return len;
+}
+
+std::string range_text(std::size_t offset, std::size_t size)
+{
+  return "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + size - 1);
+}
+
+}  // namespace
+
+std::size_t fetch_range(RemoteEndpoint& endpoint,
+                        std::size_t file_offset,
+                        std::size_t size,
+                        const Sink& sink)
+{
+  std::size_t received = 0;
+  auto describe        = [&] {
+    return "GET " + range_text(file_offset + received, size - received) + " of";
+  };
+  with_retries(endpoint, describe, [&]() -> Attempt {
+    CurlHandle curl;
+    char errbuf[CURL_ERROR_SIZE];
+    set_common_options(curl, errbuf);
+    endpoint.setopt(curl);
+    endpoint.setup_range_request(curl, file_offset + received, size - received);
+    RangeState st;
+    st.curl   = curl.get();
+    st.sink   = &sink;
+    st.style  = curl.range_style;
+    st.offset = file_offset + received;
+    st.want   = size - received;
+    curl.setopt(CURLOPT_HEADERFUNCTION, on_header);
+    curl.setopt(CURLOPT_HEADERDATA, &st.headers);
+    curl.setopt(CURLOPT_WRITEFUNCTION, on_range_body);
+    curl.setopt(CURLOPT_WRITEDATA, &st);
+    Attempt a;
+    a.rc = curl_easy_perform(curl.get());
+    curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
+    a.curl_error = errbuf;
+    received += st.got;
+    if (st.sink_error) { std::rethrow_exception(st.sink_error); }
+    const std::string url = redact_url(endpoint.url());
+    if (!st.range_problem.empty()) {
+      throw RemoteRangeError(
+        "kvikio: GET " + range_text(st.offset, st.want) + " of " + url + ": " + st.range_problem,
+        url,
+        a.status);
+    }
+    if (st.enough) { a.rc = CURLE_OK; }
+    if (a.rc != CURLE_OK) { return a; }
+    if (a.status < 200 || a.status >= 300) {
+      a.error_code = error_code_from_body(st.error_body);
+      return a;
+    }
+    if (received < size) {
+      // A complete response that covers less than asked: the server is not resumable here.
+      throw RemoteTruncatedError("kvikio: GET " + range_text(st.offset, st.want) + " of " + url +
+                                   ": the body ended after " + std::to_string(st.got) +
+                                   " bytes (HTTP status " + std::to_string(a.status) + ")",
+                                 url,
+                                 a.status);
+    }
+    a.ok = true;
+    return a;
+  });
+  return size;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata requests
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+struct MetaBody {
+  std::string body;
+};
+
+std::size_t on_meta_body(char* data, std::size_t size, std::size_t n, void* user)
+{
+  auto* b  = static_cast<MetaBody*>(user);
+  auto len = size * n;
+  if (b->body.size() < (1U << 20)) { b->body.append(data, len); }
+  return len;
+}
+
+}  // namespace
+
+Response fetch_meta(RemoteEndpoint& endpoint,
+                    MetaKind kind,
+                    const std::function<void(CurlHandle&)>& customize)
+{
+  Response out;
+  const char* verb = kind == MetaKind::get          ? "GET"
+                     : kind == MetaKind::first_byte ? "GET bytes=0-0"
+                                                    : "HEAD";
+  with_retries(
+    endpoint,
+    [&] { return std::string(verb) + " of"; },
+    [&]() -> Attempt {
+      CurlHandle curl;
+      char errbuf[CURL_ERROR_SIZE];
+      set_common_options(curl, errbuf);
+      endpoint.setopt(curl);
+      if (customize) { customize(curl); }
+      if (kind == MetaKind::head || kind == MetaKind::head_or_status) {
+        curl.setopt(CURLOPT_NOBODY, 1L);
+      }
+      if (kind == MetaKind::first_byte) { curl.setopt(CURLOPT_RANGE, "0-0"); }
+      HeaderState headers;
+      MetaBody body;
+      curl.setopt(CURLOPT_HEADERFUNCTION, on_header);
+      curl.setopt(CURLOPT_HEADERDATA, &headers);
+      curl.setopt(CURLOPT_WRITEFUNCTION, on_meta_body);
+      curl.setopt(CURLOPT_WRITEDATA, &body);
+      Attempt a;
+      a.rc = curl_easy_perform(curl.get());
+      curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
+      a.curl_error = errbuf;
+      if (a.rc != CURLE_OK) { return a; }
+      bool accepted = (kind == MetaKind::first_byte && a.status == 416) ||
+                      (kind == MetaKind::head_or_status && (a.status == 405 || a.status == 501));
+      if ((a.status < 200 || a.status >= 300) && !accepted) {
+        a.error_code = error_code_from_body(body.body);
+        return a;
+      }
+      curl_off_t cl = -1;
+      curl_easy_getinfo(curl.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+      out.status         = a.status;
+      out.content_length = static_cast<long long>(cl);
+      out.range_total    = headers.range_total;
+      out.body           = std::move(body.body);
+      a.ok               = true;
+      return a;
+    });
+  return out;
+}
+
+std::size_t size_from_head(RemoteEndpoint& endpoint)
+{
+  auto r = fetch_meta(endpoint, MetaKind::head);
+  if (r.content_length < 0) {
+    auto url = redact_url(endpoint.url());
+    throw RemoteError("kvikio: HEAD of " + url + " gave no Content-Length (HTTP status " +
+                        std::to_string(r.status) + "): cannot tell the object's size",
+                      url,
+                      r.status);
+  }
+  return static_cast<std::size_t>(r.content_length);
+}
+
+std::size_t size_from_first_byte(RemoteEndpoint& endpoint)
+{
+  auto r = fetch_meta(endpoint, MetaKind::first_byte);
+  // "bytes=0-0" is unsatisfiable exactly when the object has no first byte; not every server
+  // adds the "bytes */0" Content-Range to its 416.
+  if (r.status == 416 && !r.range_total) { return 0; }
+  if (!r.range_total) {
+    auto url = redact_url(endpoint.url());
+    throw RemoteRangeError("kvikio: GET bytes=0-0 of " + url +
+                             " gave no Content-Range total (HTTP status " +
+                             std::to_string(r.status) + "): cannot tell the object's size",
+                           url,
+                           r.status);
+  }
+  return static_cast<std::size_t>(*r.range_total);
+}
+
+}  // namespace kvikio::detail

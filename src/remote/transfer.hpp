@@ -1,0 +1,53 @@
+#pragma once
+// The HTTP transfer engine shared by every endpoint: one logical request, retried and resumed.
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <kvikio/remote_handle.hpp>
+
+namespace kvikio::detail {
+
+/// Receives a range's bytes in order, in pieces as they arrive from the network. This is the
+/// one place where the destination's memory kind matters: a host sink copies into the buffer;
+/// a device sink fills a pinned bounce buffer and copies it to the device when full,
+/// overlapping the copy with the rest of the transfer. It may throw to abort the transfer.
+using Sink = std::function<void(const char* data, std::size_t nbytes)>;
+
+/// Fetches `size` > 0 bytes at `file_offset` of `endpoint`'s object into `sink`, retrying
+/// per kvikio::defaults and resuming after the bytes already delivered. Returns `size`.
+/// Blocking, on the calling thread. Throws RemoteError subclasses.
+std::size_t fetch_range(RemoteEndpoint& endpoint,
+                        std::size_t file_offset,
+                        std::size_t size,
+                        const Sink& sink);
+
+/// What a metadata request returned.
+struct Response {
+  long status{0};
+  long long content_length{-1};          // -1 when absent
+  std::optional<long long> range_total;  // "/total" of a Content-Range, when present
+  std::string body;                      // the body (metadata requests only; capped)
+};
+
+/// What a metadata request is: HEAD, a GET of a small body, or a one-byte range GET.
+/// head_or_status is a HEAD whose 405 and 501 answers are returned rather than thrown.
+enum class MetaKind { head, get, first_byte, head_or_status };
+
+/// Runs a metadata request on `endpoint` (after `endpoint.setopt`, `customize` may change the
+/// URL), with retries. Success is any 2xx, or 416 for first_byte (an empty object).
+Response fetch_meta(RemoteEndpoint& endpoint,
+                    MetaKind kind,
+                    const std::function<void(CurlHandle&)>& customize = {});
+
+/// The size of an object from a HEAD request's Content-Length.
+std::size_t size_from_head(RemoteEndpoint& endpoint);
+/// The size of an object from a one-byte GET's Content-Range (presigned URLs allow GET only).
+std::size_t size_from_first_byte(RemoteEndpoint& endpoint);
+
+/// Sets the TLS CA options the way curl users expect (CURL_CA_BUNDLE, SSL_CERT_FILE,
+/// SSL_CERT_DIR, then libcurl's default, then common system bundles).
+void set_ca_options(CurlHandle& curl);
+
+}  // namespace kvikio::detail

@@ -1,0 +1,663 @@
+// RemoteHandle against a local HTTP server with Range support and fault injection
+// (tests/servers/range_server.py), started and stopped by each test.
+#include <curl/curl.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <kvikio/remote_handle.hpp>
+
+#include "core/task_split.hpp"
+#include "remote/staging.hpp"
+#include "remote/transfer.hpp"
+#include "remote_servers.hpp"
+#include "test_utils.hpp"
+
+using namespace kvikio;
+using kvikio::test::ScopedEnv;
+using kvikio::test::ScopedHttpSettings;
+using kvikio::test::ServerProcess;
+
+namespace {
+
+std::size_t to_string_cb(char* d, std::size_t s, std::size_t n, void* u)
+{
+  static_cast<std::string*>(u)->append(d, s * n);
+  return s * n;
+}
+
+/// A plain GET with libcurl, outside kvikio (for the server's control endpoints).
+std::string http_get(const std::string& url)
+{
+  CURL* h = curl_easy_init();
+  std::string body;
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, to_string_cb);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+  curl_easy_perform(h);
+  curl_easy_cleanup(h);
+  return body;
+}
+
+std::size_t count_lines_with(const std::string& text, const std::string& needle)
+{
+  std::size_t n = 0;
+  for (std::size_t pos = text.find(needle); pos != std::string::npos;
+       pos             = text.find(needle, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+class RemoteHttp : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    data_ = test::random_bytes(1'000'003, 7);
+    test::write_file(dir_.file("data.bin"), data_);
+    server_.emplace("range_server.py",
+                    std::vector<std::string>{"--root", dir_.file(""), "--port", "0"},
+                    dir_.file("server.log"));
+    defaults::set_http_timeout(10);
+  }
+  void TearDown() override { server_.reset(); }
+
+  std::string url(const std::string& query = "") const
+  {
+    return server_->base_url() + "/data.bin" + (query.empty() ? "" : "?" + query);
+  }
+  /// How many requests the server saw for /data.bin.
+  std::size_t requests() const
+  {
+    auto stats            = http_get(server_->base_url() + "/_stats");
+    const std::string key = "\"/data.bin\": ";
+    auto pos              = stats.find(key);
+    return pos == std::string::npos ? 0 : std::stoul(stats.substr(pos + key.size()));
+  }
+
+  ScopedHttpSettings settings_;
+  test::TempDir dir_;
+  std::vector<char> data_;
+  std::optional<ServerProcess> server_;
+};
+
+void expect_bytes(const std::vector<char>& expected,
+                  const std::vector<char>& got,
+                  std::size_t offset,
+                  std::size_t size)
+{
+  ASSERT_GE(got.size(), size);
+  ASSERT_TRUE(std::equal(got.begin(),
+                         got.begin() + static_cast<std::ptrdiff_t>(size),
+                         expected.begin() + static_cast<std::ptrdiff_t>(offset)))
+    << "mismatch reading " << size << " bytes at " << offset;
+}
+
+}  // namespace
+
+TEST_F(RemoteHttp, OpenInfersHttpAndReadsOddRangesByteForByte)
+{
+  auto h = RemoteHandle::open(url());
+  EXPECT_EQ(h.remote_endpoint_type(), RemoteEndpointType::HTTP);
+  ASSERT_EQ(h.nbytes(), data_.size());
+  std::vector<char> buf(data_.size());
+  EXPECT_EQ(h.read(buf.data(), buf.size()), data_.size());
+  expect_bytes(data_, buf, 0, data_.size());
+  for (auto [off, size] : std::vector<std::pair<std::size_t, std::size_t>>{
+         {1, 1}, {4095, 4097}, {12345, 77777}, {data_.size() - 3, 3}, {999'000, 1003}}) {
+    std::vector<char> part(size);
+    EXPECT_EQ(h.read(part.data(), size, off), size);
+    expect_bytes(data_, part, off, size);
+  }
+}
+
+TEST_F(RemoteHttp, PreadSplitsIntoParallelRangeRequests)
+{
+  defaults::set_num_threads(4);
+  auto h                = RemoteHandle::open(url());
+  const std::size_t off = 333, size = data_.size() - 333 - 17;
+  std::vector<char> buf(size);
+  auto before = requests();
+  auto fut    = h.pread(buf.data(), size, off, 65'537);
+  EXPECT_EQ(fut.get(), size);
+  expect_bytes(data_, buf, off, size);
+  // One request per task: ceil(size / task_size) pieces, give or take page alignment.
+  EXPECT_GE(requests() - before, size / 65'537);
+  EXPECT_LE(requests() - before, size / (65'537 - 4096) + 2);
+}
+
+TEST_F(RemoteHttp, ReadIssuesOneBoundedRequestPerTaskSizePiece)
+{
+  test::ScopedSettings restore;
+  defaults::set_task_size(100'000);
+  auto h = RemoteHandle::open(url(), RemoteEndpointType::AUTO, std::nullopt, data_.size());
+  std::vector<char> buf(data_.size() - 1);
+  EXPECT_EQ(h.read(buf.data(), buf.size(), 1), buf.size());
+  expect_bytes(data_, buf, 1, buf.size());
+  EXPECT_EQ(requests(), detail::split_into_tasks(buf.size(), 1, 100'000).size());
+  EXPECT_GE(requests(), 10U);
+}
+
+TEST_F(RemoteHttp, KnownSizeAndZeroByteReadsSendNoRequest)
+{
+  auto h = RemoteHandle::open(url(), RemoteEndpointType::AUTO, std::nullopt, data_.size());
+  EXPECT_EQ(h.nbytes(), data_.size());
+  char c = 0;
+  EXPECT_EQ(h.read(&c, 0, 5), 0U);
+  EXPECT_EQ(h.read(nullptr, 0, data_.size()), 0U);
+  EXPECT_EQ(h.pread(&c, 0, 5).get(), 0U);
+  EXPECT_EQ(requests(), 0U);
+  EXPECT_EQ(h.read(&c, 1, 5), 1U);
+  EXPECT_EQ(c, data_[5]);
+  EXPECT_EQ(requests(), 1U);
+}
+
+TEST_F(RemoteHttp, ReadPastEndIsEndOfFileErrorWithoutRequest)
+{
+  auto h      = RemoteHandle::open(url());
+  auto before = requests();
+  std::vector<char> buf(100);
+  try {
+    h.read(buf.data(), 100, data_.size() - 50);
+    FAIL() << "expected EndOfFileError";
+  } catch (const EndOfFileError& e) {
+    EXPECT_NE(std::string(e.what()).find(url()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(data_.size())), std::string::npos);
+  }
+  EXPECT_THROW(h.pread(buf.data(), 1, data_.size()), EndOfFileError);
+  EXPECT_EQ(requests(), before);
+}
+
+TEST_F(RemoteHttp, ReadPastTheRealEndWithAWrongKnownSizeIs416)
+{
+  // The caller claimed a larger size than the object has: the server refuses the range.
+  auto h = RemoteHandle::open(url(), RemoteEndpointType::HTTP, std::nullopt, data_.size() + 100);
+  std::vector<char> buf(50);
+  try {
+    h.read(buf.data(), buf.size(), data_.size() + 10);
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    EXPECT_EQ(e.http_status(), 416);
+    EXPECT_NE(std::string(e.what()).find("HTTP status 416"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(url()), std::string::npos) << e.what();
+  }
+  // Straddling the real end: the body is shorter than the range asked for.
+  EXPECT_THROW(h.read(buf.data(), buf.size(), data_.size() - 10), RemoteTruncatedError);
+}
+
+TEST_F(RemoteHttp, RedirectsAreFollowedForSizeAndRanges)
+{
+  for (const char* code : {"301", "302", "307"}) {
+    SCOPED_TRACE(code);
+    auto h = RemoteHandle::open(url(std::string("redirect=") + code));
+    ASSERT_EQ(h.nbytes(), data_.size());
+    std::vector<char> buf(33'333);
+    EXPECT_EQ(h.read(buf.data(), buf.size(), 4321), buf.size());
+    expect_bytes(data_, buf, 4321, buf.size());
+  }
+}
+
+TEST_F(RemoteHttp, ServerRefusingHeadGivesSizeThroughOneByteGet)
+{
+  auto h = RemoteHandle::open(url("nohead=1"));
+  ASSERT_EQ(h.nbytes(), data_.size());
+  std::vector<char> buf(1000);
+  EXPECT_EQ(h.read(buf.data(), buf.size(), data_.size() - 1000), buf.size());
+  expect_bytes(data_, buf, data_.size() - 1000, buf.size());
+  EXPECT_EQ(requests(), 2U);  // GETs: the one-byte range for the size, then the read
+}
+
+TEST_F(RemoteHttp, MissingObjectIs404NamingUrl)
+{
+  auto missing = server_->base_url() + "/nope.bin";
+  try {
+    RemoteHandle::open(missing);
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    EXPECT_EQ(e.http_status(), 404);
+    EXPECT_EQ(e.url(), missing);
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("HTTP status 404"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RemoteHttp, ForbiddenIs403AndNotRetried)
+{
+  defaults::set_http_max_attempts(3);
+  auto h =
+    RemoteHandle::open(url("fail=403"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(10);
+  try {
+    h.read(buf.data(), 10, 0);
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    EXPECT_EQ(e.http_status(), 403);
+    EXPECT_NE(std::string(e.what()).find("HTTP status 403"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(url("fail=403")), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(requests(), 1U);
+}
+
+TEST_F(RemoteHttp, ListedStatusIsRetriedWithBackoffThenSucceeds)
+{
+  defaults::set_http_max_attempts(3);
+  auto h = RemoteHandle::open(url(), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(5000);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(h.read(buf.data(), 5000, 77), 5000U);
+  std::string err = testing::internal::GetCapturedStderr();
+  expect_bytes(data_, buf, 77, 5000);
+  EXPECT_EQ(count_lines_with(err, "retrying"), 0U);
+
+  auto flaky = RemoteHandle::open(
+    url("fail=503&count=2&fid=a"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  testing::internal::CaptureStderr();
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(flaky.read(buf.data(), 5000, 1234), 5000U);
+  auto waited = std::chrono::steady_clock::now() - t0;
+  err         = testing::internal::GetCapturedStderr();
+  expect_bytes(data_, buf, 1234, 5000);
+  EXPECT_EQ(count_lines_with(err, "retrying"), 2U) << err;
+  EXPECT_EQ(count_lines_with(err, "HTTP status 503"), 2U) << err;
+  EXPECT_GE(waited, std::chrono::milliseconds(200 + 400));  // exponential back-off
+}
+
+TEST_F(RemoteHttp, ListedStatusFailsAfterMaxAttempts)
+{
+  defaults::set_http_max_attempts(2);
+  auto h =
+    RemoteHandle::open(url("fail=503"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(10);
+  testing::internal::CaptureStderr();
+  try {
+    h.read(buf.data(), 10, 0);
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    EXPECT_EQ(e.http_status(), 503);
+    EXPECT_NE(std::string(e.what()).find("after 2 attempts"), std::string::npos) << e.what();
+  }
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_lines_with(err, "retrying"), 1U) << err;
+  EXPECT_EQ(requests(), 2U);
+}
+
+TEST_F(RemoteHttp, StatusNotInListFailsAtOnce)
+{
+  defaults::set_http_max_attempts(5);
+  defaults::set_http_status_codes({500});
+  auto h =
+    RemoteHandle::open(url("fail=503"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(10);
+  EXPECT_THROW(h.read(buf.data(), 10, 0), RemoteHttpError);
+  EXPECT_EQ(requests(), 1U);
+}
+
+TEST_F(RemoteHttp, TimeoutIsRetriedThenSucceeds)
+{
+  defaults::set_http_timeout(1);
+  defaults::set_http_max_attempts(2);
+  auto h = RemoteHandle::open(
+    url("delay=2.5&count=1&fid=t"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(100'000);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(h.read(buf.data(), buf.size(), 10), buf.size());
+  auto err = testing::internal::GetCapturedStderr();
+  expect_bytes(data_, buf, 10, buf.size());
+  EXPECT_EQ(count_lines_with(err, "retrying"), 1U) << err;
+}
+
+TEST_F(RemoteHttp, TimeoutOnEveryAttemptIsRemoteTimeoutError)
+{
+  defaults::set_http_timeout(1);
+  defaults::set_http_max_attempts(2);
+  auto h = RemoteHandle::open(url("delay=3"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(10);
+  testing::internal::CaptureStderr();
+  try {
+    h.read(buf.data(), 10, 0);
+    FAIL() << "expected RemoteTimeoutError";
+  } catch (const RemoteTimeoutError& e) {
+    EXPECT_EQ(e.http_status(), 0);
+    EXPECT_NE(std::string(e.what()).find("HTTP status 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(url("delay=3")), std::string::npos) << e.what();
+  }
+  testing::internal::GetCapturedStderr();
+}
+
+TEST_F(RemoteHttp, DroppedConnectionIsRetried)
+{
+  defaults::set_http_max_attempts(3);
+  auto h = RemoteHandle::open(
+    url("drop=1&count=2&fid=d"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(4321);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(h.read(buf.data(), buf.size(), 99), buf.size());
+  auto err = testing::internal::GetCapturedStderr();
+  expect_bytes(data_, buf, 99, buf.size());
+  EXPECT_EQ(count_lines_with(err, "retrying"), 2U) << err;
+
+  defaults::set_http_max_attempts(1);
+  auto dead =
+    RemoteHandle::open(url("drop=1"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  try {
+    dead.read(buf.data(), 10, 0);
+    FAIL() << "expected RemoteTransportError";
+  } catch (const RemoteTransportError& e) {
+    EXPECT_EQ(e.http_status(), 0);
+    EXPECT_NE(std::string(e.what()).find(url("drop=1")), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RemoteHttp, TruncatedBodyIsResumedFromWhereItStopped)
+{
+  defaults::set_http_max_attempts(3);
+  auto h = RemoteHandle::open(
+    url("truncate=100000&count=1&fid=r"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(700'001);
+  auto before = requests();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(h.read(buf.data(), buf.size(), 3), buf.size());
+  auto err = testing::internal::GetCapturedStderr();
+  expect_bytes(data_, buf, 3, buf.size());
+  EXPECT_EQ(count_lines_with(err, "retrying"), 1U) << err;
+  // The retry asked only for what was missing.
+  EXPECT_NE(err.find("bytes=100003-700003"), std::string::npos) << err;
+  EXPECT_EQ(requests() - before, 2U);
+}
+
+TEST_F(RemoteHttp, BodyShorterThanPromisedOnEveryAttemptIsTruncatedError)
+{
+  defaults::set_http_max_attempts(2);
+  auto h =
+    RemoteHandle::open(url("truncate=10"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(5000);
+  testing::internal::CaptureStderr();
+  try {
+    h.read(buf.data(), buf.size(), 0);
+    FAIL() << "expected RemoteTruncatedError";
+  } catch (const RemoteTruncatedError& e) {
+    EXPECT_EQ(e.http_status(), 206);
+    EXPECT_NE(std::string(e.what()).find("HTTP status 206"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(url("truncate=10")), std::string::npos) << e.what();
+  }
+  testing::internal::GetCapturedStderr();
+}
+
+TEST_F(RemoteHttp, CompleteButShortResponseIsTruncatedError)
+{
+  auto h =
+    RemoteHandle::open(url("shortrange=10"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(5000);
+  try {
+    h.read(buf.data(), buf.size(), 1);
+    FAIL() << "expected RemoteTruncatedError";
+  } catch (const RemoteTruncatedError& e) {
+    EXPECT_EQ(e.http_status(), 206);
+    EXPECT_NE(std::string(e.what()).find("after 10 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(requests(), 1U);
+}
+
+TEST_F(RemoteHttp, ServerIgnoringRangeIsRangeError)
+{
+  auto h =
+    RemoteHandle::open(url("norange=1"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(5000);
+  try {
+    h.read(buf.data(), buf.size(), 10);
+    FAIL() << "expected RemoteRangeError";
+  } catch (const RemoteRangeError& e) {
+    EXPECT_EQ(e.http_status(), 200);
+    EXPECT_NE(std::string(e.what()).find("ignored the Range header"), std::string::npos)
+      << e.what();
+    EXPECT_NE(std::string(e.what()).find(url("norange=1")), std::string::npos) << e.what();
+  }
+  // From offset 0 the whole-object answer starts with the bytes asked for: they are used.
+  EXPECT_EQ(h.read(buf.data(), buf.size(), 0), buf.size());
+  expect_bytes(data_, buf, 0, buf.size());
+}
+
+TEST_F(RemoteHttp, PreadRethrowsTheFirstTaskError)
+{
+  defaults::set_num_threads(3);
+  auto h =
+    RemoteHandle::open(url("fail=404"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(data_.size());
+  auto fut = h.pread(buf.data(), buf.size(), 0, 100'000);
+  try {
+    fut.get();
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    EXPECT_EQ(e.http_status(), 404);
+  }
+}
+
+TEST_F(RemoteHttp, ConnectionRefusedFailsAtOnceWithTransportError)
+{
+  defaults::set_http_max_attempts(3);
+  // A port that was just free: bind, read its number, close.
+  std::string dead_url;
+  {
+    ServerProcess tmp("range_server.py", {"--root", dir_.file(""), "--port", "0"});
+    dead_url = tmp.base_url() + "/data.bin";
+  }
+  testing::internal::CaptureStderr();
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    RemoteHandle::open(dead_url);
+    FAIL() << "expected RemoteTransportError";
+  } catch (const RemoteTransportError& e) {
+    EXPECT_EQ(e.http_status(), 0);
+    EXPECT_NE(std::string(e.what()).find(dead_url), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("after 1 attempt"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(count_lines_with(testing::internal::GetCapturedStderr(), "retrying"), 0U);
+}
+
+TEST_F(RemoteHttp, BadSchemeIsInvalidArgumentNamingUrl)
+{
+  for (std::string bad : {"ftp://127.0.0.1/data.bin", "file:///etc/passwd", "data.bin", ""}) {
+    try {
+      RemoteHandle::open(bad);
+      FAIL() << "expected std::invalid_argument for " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(HttpEndpoint("ftp://127.0.0.1/x"), std::invalid_argument);
+}
+
+TEST_F(RemoteHttp, SecretsInUrlNeverAppearInErrors)
+{
+  const std::string secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYSECRETKEY";
+  auto bad_url             = server_->base_url() +
+                 "/data.bin?fail=403&X-Amz-Algorithm=AWS4-HMAC-SHA256"
+                 "&X-Amz-Credential=AKIDSECRETID%2F20240101&X-Amz-Signature=" +
+                 secret + "&X-Amz-Security-Token=TOKENSECRET";
+  EXPECT_EQ(infer_remote_endpoint_type(bad_url), RemoteEndpointType::S3_PRESIGNED_URL);
+  try {
+    RemoteHandle::open(bad_url);
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(e.http_status(), 403);
+    EXPECT_EQ(what.find(secret), std::string::npos) << what;
+    EXPECT_EQ(what.find("AKIDSECRETID"), std::string::npos) << what;
+    EXPECT_EQ(what.find("TOKENSECRET"), std::string::npos) << what;
+    EXPECT_EQ(e.url().find(secret), std::string::npos);
+    EXPECT_NE(what.find(server_->base_url() + "/data.bin?fail=403"), std::string::npos) << what;
+  }
+  auto userinfo_url =
+    "http://alice:hunter2@127.0.0.1:" + std::to_string(server_->port()) + "/missing.bin";
+  try {
+    RemoteHandle::open(userinfo_url);
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+    EXPECT_EQ(e.http_status(), 404);
+  }
+}
+
+// ------------------------------------------------------------------------------------ HTTPS
+
+namespace {
+
+class RemoteHttps : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    data_ = test::random_bytes(123'457, 5);
+    test::write_file(dir_.file("data.bin"), data_);
+    std::filesystem::create_directories(dir_.file("certs"));
+    cert_ = dir_.file("certs/server.pem");
+    auto cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1"
+      " -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+      dir_.file("key.pem") + " -out " + cert_ + " >" + dir_.file("openssl.log") + " 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl failed: " << cmd;
+    auto rehash =
+      "openssl rehash " + dir_.file("certs") + " >>" + dir_.file("openssl.log") + " 2>&1";
+    ASSERT_EQ(std::system(rehash.c_str()), 0) << rehash;
+    server_.emplace("range_server.py",
+                    std::vector<std::string>{"--root",
+                                             dir_.file(""),
+                                             "--port",
+                                             "0",
+                                             "--tls-cert",
+                                             cert_,
+                                             "--tls-key",
+                                             dir_.file("key.pem")},
+                    dir_.file("server.log"));
+    url_ = "https://127.0.0.1:" + std::to_string(server_->port()) + "/data.bin";
+    defaults::set_http_timeout(10);
+  }
+  void expect_round_trip()
+  {
+    auto h = RemoteHandle::open(url_);
+    ASSERT_EQ(h.nbytes(), data_.size());
+    std::vector<char> buf(data_.size() - 1);
+    EXPECT_EQ(h.pread(buf.data(), buf.size(), 1, 40'000).get(), buf.size());
+    EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data_.begin() + 1));
+  }
+
+  ScopedEnv e1_{"CURL_CA_BUNDLE", std::nullopt};
+  ScopedEnv e2_{"SSL_CERT_FILE", std::nullopt};
+  ScopedEnv e3_{"SSL_CERT_DIR", std::nullopt};
+  ScopedHttpSettings settings_;
+  test::TempDir dir_;
+  std::vector<char> data_;
+  std::string cert_, url_;
+  std::optional<ServerProcess> server_;
+};
+
+}  // namespace
+
+TEST_F(RemoteHttps, UntrustedCertificateIsRefusedByDefault)
+{
+  try {
+    RemoteHandle::open(url_);
+    FAIL() << "expected RemoteTransportError";
+  } catch (const RemoteTransportError& e) {
+    EXPECT_EQ(e.http_status(), 0);
+    EXPECT_NE(std::string(e.what()).find(url_), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("certificate"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RemoteHttps, CaBundleFromCurlCaBundle)
+{
+  ScopedEnv e("CURL_CA_BUNDLE", cert_);
+  expect_round_trip();
+}
+
+TEST_F(RemoteHttps, CaBundleFromSslCertFile)
+{
+  ScopedEnv e("SSL_CERT_FILE", cert_);
+  expect_round_trip();
+}
+
+TEST_F(RemoteHttps, CaDirectoryFromSslCertDir)
+{
+  ScopedEnv e("SSL_CERT_DIR", dir_.file("certs"));
+  expect_round_trip();
+}
+
+TEST_F(RemoteHttp, RangeStagedThroughTwoBuffersSurvivesAResume)
+{
+  // The path device reads will take: fetch_range into a StagingSink, here with host memory
+  // standing in for the device and a truncated first response forcing a resume.
+  defaults::set_http_max_attempts(2);
+  HttpEndpoint endpoint(url("truncate=300000&count=1&fid=s"));
+  std::vector<char> dest(900'000), b0(65'536), b1(65'536);
+  int flushes = 0;
+  detail::StagingSink sink(
+    b0.data(),
+    b1.data(),
+    b0.size(),
+    [&](int, const char* p, std::size_t n, std::size_t off) {
+      std::memcpy(dest.data() + off, p, n);
+      ++flushes;
+    },
+    [](int) {});
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(detail::fetch_range(endpoint, 55, dest.size(), std::ref(sink)), dest.size());
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(sink.finish(), dest.size());
+  expect_bytes(data_, dest, 55, dest.size());
+  EXPECT_EQ(flushes, static_cast<int>((dest.size() + 65'535) / 65'536));
+  EXPECT_EQ(count_lines_with(err, "retrying"), 1U) << err;
+}
+
+TEST_F(RemoteHttp, EveryFailureKindKeepsSecretsOutOfItsMessage)
+{
+  defaults::set_http_max_attempts(1);
+  defaults::set_http_timeout(1);
+  const std::string secrets =
+    "&X-Amz-Credential=AKIDLEAK&X-Amz-Signature=SIGLEAK"
+    "&X-Amz-Security-Token=TOKLEAK";
+  struct Case {
+    std::string fault;
+    long status;
+    std::function<void(RemoteHandle&)> check;
+  };
+  auto read_at = [](std::size_t off) {
+    return [off](RemoteHandle& h) {
+      std::vector<char> buf(2000);
+      h.read(buf.data(), buf.size(), off);
+    };
+  };
+  const std::vector<Case> cases = {
+    {"fail=404", 404, read_at(0)},
+    {"fail=403", 403, read_at(0)},
+    {"fail=503", 503, read_at(0)},
+    {"norange=1", 200, read_at(10)},
+    {"truncate=10", 206, read_at(0)},
+    {"shortrange=10", 206, read_at(0)},
+    {"delay=2", 0, read_at(0)},
+    {"drop=1", 0, read_at(0)},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.fault);
+    auto u = server_->base_url() + "/data.bin?" + c.fault + secrets;
+    auto h = RemoteHandle::open(u, RemoteEndpointType::HTTP, std::nullopt, data_.size());
+    try {
+      c.check(h);
+      ADD_FAILURE() << "expected a RemoteError";
+    } catch (const RemoteError& e) {
+      std::string what = e.what();
+      EXPECT_EQ(e.http_status(), c.status) << what;
+      EXPECT_NE(what.find("HTTP status " + std::to_string(c.status)), std::string::npos) << what;
+      EXPECT_NE(what.find(server_->base_url() + "/data.bin?" + c.fault), std::string::npos) << what;
+      for (const char* leak : {"AKIDLEAK", "SIGLEAK", "TOKLEAK"}) {
+        EXPECT_EQ(what.find(leak), std::string::npos) << what;
+        EXPECT_EQ(e.url().find(leak), std::string::npos) << e.url();
+      }
+    }
+  }
+}

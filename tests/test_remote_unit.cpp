@@ -1,0 +1,256 @@
+// Remote endpoints without a server: URL inference, S3 URL building, redaction, argument
+// checks. (Tests that talk to servers are in test_remote_*.cpp, label "remote".)
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <kvikio/hdfs.hpp>
+#include <kvikio/remote_handle.hpp>
+
+#include "remote/baseline.hpp"
+#include "remote/staging.hpp"
+#include "remote/url.hpp"
+#include "remote_servers.hpp"
+#include "test_utils.hpp"
+
+using namespace kvikio;
+using kvikio::test::ScopedEnv;
+
+namespace {
+template <typename F>
+std::string invalid_argument_message(F&& f)
+{
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected std::invalid_argument";
+  return {};
+}
+}  // namespace
+
+TEST(RemoteUrl, InferRemoteEndpointType)
+{
+  EXPECT_EQ(infer_remote_endpoint_type("s3://bucket/key"), RemoteEndpointType::S3);
+  EXPECT_EQ(infer_remote_endpoint_type("https://bucket.s3.us-west-2.amazonaws.com/a/b.bin"),
+            RemoteEndpointType::S3);
+  EXPECT_EQ(infer_remote_endpoint_type("https://s3.us-east-1.amazonaws.com/bucket/b.bin"),
+            RemoteEndpointType::S3);
+  EXPECT_EQ(
+    infer_remote_endpoint_type(
+      "https://bucket.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=ab"),
+    RemoteEndpointType::S3_PRESIGNED_URL);
+  EXPECT_EQ(
+    infer_remote_endpoint_type("http://127.0.0.1:9000/b/k?X-Amz-Algorithm=A&X-Amz-Signature=s"),
+    RemoteEndpointType::S3_PRESIGNED_URL);
+  EXPECT_EQ(infer_remote_endpoint_type("http://namenode:9870/webhdfs/v1/user/f.bin"),
+            RemoteEndpointType::WEBHDFS);
+  EXPECT_EQ(infer_remote_endpoint_type("https://example.com/data.bin"), RemoteEndpointType::HTTP);
+  EXPECT_EQ(infer_remote_endpoint_type("HTTP://EXAMPLE.com:8080/x"), RemoteEndpointType::HTTP);
+  for (std::string bad : {"ftp://example.com/x", "example.com/x", "", "s3://", "http://"}) {
+    auto msg = invalid_argument_message([&] { infer_remote_endpoint_type(bad); });
+    EXPECT_NE(msg.find("'" + bad + "'"), std::string::npos) << msg;
+  }
+}
+
+TEST(RemoteUrl, ParseS3Url)
+{
+  auto [b, o] = S3Endpoint::parse_s3_url("s3://my-bucket/dir/file name.bin");
+  EXPECT_EQ(b, "my-bucket");
+  EXPECT_EQ(o, "dir/file name.bin");
+  for (std::string bad : {"s3://", "s3://bucket", "s3://bucket/", "s3:///key", "http://b/k"}) {
+    auto msg = invalid_argument_message([&] { S3Endpoint::parse_s3_url(bad); });
+    EXPECT_NE(msg.find(bad), std::string::npos) << msg;
+  }
+}
+
+TEST(RemoteUrl, S3UrlIsVirtualHostedOrPathStyleWithEncodedKey)
+{
+  ScopedEnv e("AWS_ENDPOINT_URL", std::nullopt), r("AWS_DEFAULT_REGION", std::nullopt);
+  EXPECT_EQ(
+    S3Endpoint::url_from_bucket_and_object("bkt", "a b/c+d=e&f~.bin", "eu-west-1", std::nullopt),
+    "https://bkt.s3.eu-west-1.amazonaws.com/a%20b/c%2Bd%3De%26f~.bin");
+  EXPECT_EQ(
+    S3Endpoint::url_from_bucket_and_object("bkt", "k", std::nullopt, "http://127.0.0.1:9000/"),
+    "http://127.0.0.1:9000/bkt/k");
+  {
+    ScopedEnv u("AWS_ENDPOINT_URL", "http://minio:9000");
+    EXPECT_EQ(
+      S3Endpoint::url_from_bucket_and_object("bkt", "d\xC3\xA4.bin", std::nullopt, std::nullopt),
+      "http://minio:9000/bkt/d%C3%A4.bin");
+  }
+  {
+    ScopedEnv reg("AWS_DEFAULT_REGION", "ap-south-1");
+    EXPECT_EQ(S3Endpoint::url_from_bucket_and_object("bkt", "k", std::nullopt, std::nullopt),
+              "https://bkt.s3.ap-south-1.amazonaws.com/k");
+  }
+  auto msg = invalid_argument_message(
+    [] { S3Endpoint::url_from_bucket_and_object("bkt", "k", std::nullopt, std::nullopt); });
+  EXPECT_NE(msg.find("AWS_DEFAULT_REGION"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("s3://bkt/k"), std::string::npos) << msg;
+}
+
+TEST(RemoteUrl, MissingCredentialsOrRegionNameTheVariable)
+{
+  ScopedEnv k("AWS_ACCESS_KEY_ID", std::nullopt), s("AWS_SECRET_ACCESS_KEY", std::nullopt),
+    t("AWS_SESSION_TOKEN", std::nullopt), r("AWS_DEFAULT_REGION", std::nullopt),
+    u("AWS_ENDPOINT_URL", std::nullopt);
+  const std::string url = "http://127.0.0.1:1/bkt/key.bin";
+  auto msg              = invalid_argument_message([&] { S3Endpoint e(url); });
+  EXPECT_NE(msg.find("AWS_DEFAULT_REGION"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(url), std::string::npos) << msg;
+  msg = invalid_argument_message([&] { S3Endpoint e(url, "us-east-1"); });
+  EXPECT_NE(msg.find("AWS_ACCESS_KEY_ID"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(url), std::string::npos) << msg;
+  {
+    ScopedEnv k2("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKEYID");
+    msg = invalid_argument_message([&] { S3Endpoint e(url, "us-east-1"); });
+    EXPECT_NE(msg.find("AWS_SECRET_ACCESS_KEY"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("AKIAEXAMPLEKEYID"), std::string::npos) << msg;
+  }
+  // The region is read from an AWS host name when not given.
+  S3Endpoint from_host("https://bkt.s3.us-west-2.amazonaws.com/k", std::nullopt, "id", "secret");
+  EXPECT_NE(from_host.str().find("us-west-2"), std::string::npos) << from_host.str();
+  EXPECT_EQ(from_host.str().find("secret"), std::string::npos) << from_host.str();
+  // s3:// through open() needs the same.
+  msg = invalid_argument_message([] { RemoteHandle::open("s3://bkt/key.bin"); });
+  EXPECT_NE(msg.find("s3://bkt/key.bin"), std::string::npos) << msg;
+}
+
+TEST(RemoteUrl, RedactUrlRemovesCredentialsSignaturesAndTokens)
+{
+  auto r = redact_url(
+    "https://user:pa55@host:8443/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKID%2F2024"
+    "&X-Amz-Date=20240101T000000Z&X-Amz-SignedHeaders=host&X-Amz-Signature=deadbeef"
+    "&X-Amz-Security-Token=tok123&AWSAccessKeyId=AKID2&Signature=sig2&sig=sas&delegation=dt"
+    "&user.name=alice&op=OPEN");
+  for (std::string secret :
+       {"pa55", "user:", "AKID", "deadbeef", "tok123", "sig2", "=sas", "=dt"}) {
+    EXPECT_EQ(r.find(secret), std::string::npos) << secret << " in " << r;
+  }
+  for (std::string kept : {"https://REDACTED@host:8443/b/k?",
+                           "X-Amz-Algorithm=AWS4-HMAC-SHA256",
+                           "X-Amz-Date=20240101T000000Z",
+                           "X-Amz-SignedHeaders=host",
+                           "user.name=alice",
+                           "op=OPEN",
+                           "X-Amz-Signature=REDACTED"}) {
+    EXPECT_NE(r.find(kept), std::string::npos) << kept << " not in " << r;
+  }
+  EXPECT_EQ(redact_url("http://host/plain.bin"), "http://host/plain.bin");
+}
+
+TEST(RemoteUrl, AllowListAndExplicitTypes)
+{
+  auto msg = invalid_argument_message([] {
+    RemoteHandle::open(
+      "https://example.com/x.bin",
+      RemoteEndpointType::AUTO,
+      std::vector<RemoteEndpointType>{RemoteEndpointType::S3, RemoteEndpointType::WEBHDFS});
+  });
+  EXPECT_NE(msg.find("https://example.com/x.bin"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("S3, WEBHDFS"), std::string::npos) << msg;
+  msg = invalid_argument_message([] {
+    RemoteHandle::open("https://example.com/x.bin",
+                       RemoteEndpointType::HTTP,
+                       std::vector<RemoteEndpointType>{RemoteEndpointType::S3});
+  });
+  EXPECT_NE(msg.find("HTTP is not in the allow list"), std::string::npos) << msg;
+  msg = invalid_argument_message(
+    [] { RemoteHandle::open("https://example.com/x.bin", RemoteEndpointType::WEBHDFS); });
+  EXPECT_NE(msg.find("WEBHDFS"), std::string::npos) << msg;
+  msg = invalid_argument_message(
+    [] { RemoteHandle::open("https://example.com/x.bin", RemoteEndpointType::S3_PRESIGNED_URL); });
+  EXPECT_NE(msg.find("S3_PRESIGNED_URL"), std::string::npos) << msg;
+  EXPECT_THROW(RemoteHandle(nullptr, 10), std::invalid_argument);
+}
+
+TEST(RemoteUrl, KnownSizeOpenSendsNothingAndChecksRanges)
+{
+  // Port 1 on loopback: any request would fail; none is made.
+  auto h =
+    RemoteHandle::open("http://127.0.0.1:1/x.bin", RemoteEndpointType::AUTO, std::nullopt, 100);
+  EXPECT_EQ(h.nbytes(), 100U);
+  EXPECT_EQ(h.remote_endpoint_type(), RemoteEndpointType::HTTP);
+  char buf[8];
+  EXPECT_EQ(h.read(buf, 0, 100), 0U);
+  EXPECT_THROW(h.read(buf, 1, 100), EndOfFileError);
+  EXPECT_THROW(h.read(buf, 8, std::size_t(-4)), EndOfFileError);
+  EXPECT_THROW(h.read(nullptr, 8, 0), std::invalid_argument);
+  EXPECT_THROW(h.pread(buf, 8, 0, 0), std::invalid_argument);
+}
+
+TEST(RemoteUrl, BaselineRejectsBadArguments)
+{
+  char buf[4];
+  EXPECT_EQ(detail::curl_parallel_range_get("http://127.0.0.1:1/x", buf, 0, 0, 1, 1), 0U);
+  EXPECT_THROW(detail::curl_parallel_range_get("http://127.0.0.1:1/x", buf, 4, 0, 0, 1),
+               std::invalid_argument);
+  EXPECT_THROW(detail::curl_parallel_range_get("http://127.0.0.1:1/x", buf, 4, 0, 4, 1),
+               std::runtime_error);
+}
+
+// ------------------------------------------------------------------------------ StagingSink
+
+namespace {
+/// A stand-in for a device: copies are deferred until their slot is waited on, like async
+/// copies, so a staging buffer overwritten before its wait would corrupt the result.
+struct DeferredCopies {
+  std::vector<char>& dest;
+  struct Pending {
+    const char* src{nullptr};
+    std::size_t n{0}, offset{0};
+    bool live{false};
+  };
+  std::array<Pending, 2> pending{};
+  std::size_t flushes{0}, waits{0};
+  void flush(int slot, const char* src, std::size_t n, std::size_t offset)
+  {
+    ASSERT_FALSE(pending[slot].live) << "slot " << slot << " flushed twice without a wait";
+    pending[slot] = {src, n, offset, true};
+    ++flushes;
+  }
+  void wait(int slot)
+  {
+    ASSERT_TRUE(pending[slot].live);
+    std::memcpy(dest.data() + pending[slot].offset, pending[slot].src, pending[slot].n);
+    pending[slot].live = false;
+    ++waits;
+  }
+};
+}  // namespace
+
+TEST(RemoteStaging, StagingSinkDeliversEveryByteInPlaceWithTwoBuffers)
+{
+  auto data = test::random_bytes(1'000'003, 9);
+  for (std::size_t capacity :
+       {std::size_t{1}, std::size_t{4096}, std::size_t{65'537}, std::size_t{2'000'000}}) {
+    SCOPED_TRACE(capacity);
+    std::vector<char> dest(data.size(), 0), b0(capacity), b1(capacity);
+    DeferredCopies dev{dest};
+    detail::StagingSink sink(
+      b0.data(),
+      b1.data(),
+      capacity,
+      [&](int s, const char* p, std::size_t n, std::size_t off) { dev.flush(s, p, n, off); },
+      [&](int s) { dev.wait(s); });
+    std::mt19937 rng(1);
+    std::size_t pos = 0;
+    while (pos < data.size()) {  // network-like pieces of varying size
+      std::size_t n = std::min<std::size_t>(data.size() - pos, 1 + rng() % 100'000);
+      sink(data.data() + pos, n);
+      pos += n;
+    }
+    EXPECT_EQ(sink.finish(), data.size());
+    EXPECT_EQ(dest, data);
+    EXPECT_EQ(dev.flushes, dev.waits);
+    EXPECT_EQ(dev.flushes, (data.size() + capacity - 1) / capacity);
+  }
+  std::vector<char> b(4);
+  EXPECT_THROW(detail::StagingSink(b.data(), nullptr, 4, {}, {}), std::invalid_argument);
+}

@@ -1,0 +1,142 @@
+// RemoteHandle against a WebHDFS-protocol server (tests/servers/webhdfs_server.py): the size
+// from GETFILESTATUS, ranges from OPEN through the name node's redirect to a data node.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <kvikio/hdfs.hpp>
+#include <kvikio/remote_handle.hpp>
+
+#include "remote_servers.hpp"
+#include "test_utils.hpp"
+
+using namespace kvikio;
+using kvikio::test::ScopedEnv;
+using kvikio::test::ScopedHttpSettings;
+using kvikio::test::ServerProcess;
+
+namespace {
+
+class RemoteWebHdfs : public ::testing::Test {
+ protected:
+  void start(std::vector<std::string> extra = {})
+  {
+    data_ = test::random_bytes(250'001, 3);
+    std::filesystem::create_directories(dir_.file("user/data"));
+    test::write_file(dir_.file("user/data/file.bin"), data_);
+    std::vector<std::string> args{"--root", dir_.file(""), "--port", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    server_.emplace("webhdfs_server.py", args, dir_.file("webhdfs.log"));
+    defaults::set_http_timeout(10);
+  }
+  std::string url(const std::string& query = "") const
+  {
+    return server_->base_url() + "/webhdfs/v1/user/data/file.bin" +
+           (query.empty() ? "" : "?" + query);
+  }
+  void expect_round_trip(RemoteHandle& h)
+  {
+    ASSERT_EQ(h.nbytes(), data_.size());
+    std::vector<char> buf(data_.size());
+    EXPECT_EQ(h.read(buf.data(), buf.size()), buf.size());
+    EXPECT_EQ(buf, data_);
+    std::vector<char> part(77'777);
+    EXPECT_EQ(h.read(part.data(), part.size(), 4099), part.size());
+    EXPECT_TRUE(std::equal(part.begin(), part.end(), data_.begin() + 4099));
+    std::vector<char> all(data_.size() - 11);
+    EXPECT_EQ(h.pread(all.data(), all.size(), 11, 30'001).get(), all.size());
+    EXPECT_TRUE(std::equal(all.begin(), all.end(), data_.begin() + 11));
+  }
+
+  ScopedEnv user_env_{"KVIKIO_WEBHDFS_USERNAME", std::nullopt};
+  ScopedHttpSettings settings_;
+  test::TempDir dir_;
+  std::vector<char> data_;
+  std::optional<ServerProcess> server_;
+};
+
+}  // namespace
+
+TEST_F(RemoteWebHdfs, OpenInfersWebHdfsAndReadsThroughTheRedirect)
+{
+  start();
+  defaults::set_num_threads(3);
+  EXPECT_EQ(infer_remote_endpoint_type(url()), RemoteEndpointType::WEBHDFS);
+  auto h = RemoteHandle::open(url());
+  EXPECT_EQ(h.remote_endpoint_type(), RemoteEndpointType::WEBHDFS);
+  expect_round_trip(h);
+}
+
+TEST_F(RemoteWebHdfs, HostPortPathConstructor)
+{
+  start();
+  RemoteHandle h(std::make_unique<WebHdfsEndpoint>(
+    "127.0.0.1", std::to_string(server_->port()), "/user/data/file.bin"));
+  expect_round_trip(h);
+}
+
+TEST_F(RemoteWebHdfs, UserNameFromArgumentUrlOrEnvironment)
+{
+  start({"--require-user", "alice"});
+  {
+    RemoteHandle h(std::make_unique<WebHdfsEndpoint>(
+      "127.0.0.1", std::to_string(server_->port()), "user/data/file.bin", "alice"));
+    expect_round_trip(h);
+  }
+  {
+    auto h = RemoteHandle::open(url("user.name=alice"));
+    EXPECT_EQ(dynamic_cast<const WebHdfsEndpoint&>(h.endpoint()).username(), "alice");
+    expect_round_trip(h);
+  }
+  {
+    ScopedEnv env("KVIKIO_WEBHDFS_USERNAME", "alice");
+    auto h = RemoteHandle::open(url());
+    expect_round_trip(h);
+    // The URL's user name comes before the environment's.
+    WebHdfsEndpoint from_url(url("user.name=bob"));
+    EXPECT_EQ(from_url.username(), "bob");
+  }
+  try {
+    RemoteHandle::open(url());
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    EXPECT_EQ(e.http_status(), 401) << e.what();
+    EXPECT_NE(std::string(e.what()).find(url()), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RemoteWebHdfs, MissingFileIs404)
+{
+  start();
+  auto missing = server_->base_url() + "/webhdfs/v1/user/data/none.bin";
+  try {
+    RemoteHandle::open(missing);
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    EXPECT_EQ(e.http_status(), 404) << e.what();
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RemoteWebHdfs, ReadPastEndIsEndOfFileError)
+{
+  start();
+  auto h = RemoteHandle::open(url());
+  std::vector<char> buf(10);
+  EXPECT_THROW(h.read(buf.data(), 10, data_.size() - 9), EndOfFileError);
+}
+
+TEST(RemoteWebHdfsUrl, MalformedUrlsAreRejected)
+{
+  for (std::string bad :
+       {"http://host:9870/notwebhdfs/file", "s3://bucket/key", "http://host:9870/webhdfs/v1/"}) {
+    EXPECT_FALSE(WebHdfsEndpoint::is_url_valid(bad)) << bad;
+    try {
+      WebHdfsEndpoint e(bad);
+      FAIL() << "expected std::invalid_argument for " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+}

@@ -1,0 +1,327 @@
+// `kvikio bench`. Each operation is timed twice per repetition, side by side: once through
+// the library and once through a plain parallel pread/pwrite loop over the same bytes, file
+// and kind of memory. The loop is the machine's own limit; the report is the ratio.
+#include "bench.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/file_handle.hpp>
+#include <kvikio/file_utils.hpp>
+
+#include "options.hpp"
+
+namespace kvikio::tool {
+namespace {
+
+constexpr std::size_t page = 4096;
+
+struct Options {
+  std::size_t size{1ULL << 30};
+  unsigned int threads{std::max(1U, std::thread::hardware_concurrency())};
+  std::size_t task_size{defaults::task_size()};
+  bool direct_io{false};
+  std::string memory{"host"};
+  unsigned int repetitions{3};
+  std::string file;
+  bool json{false};
+  bool keep_file{false};
+  std::vector<std::string> ops{"write", "read"};
+};
+
+const char* usage =
+  "usage: kvikio bench [options]\n"
+  "  --size BYTES          bytes per operation (default 1GiB; suffixes KiB MiB GiB)\n"
+  "  --threads N           IO threads, for us and for the limit (default: all cores)\n"
+  "  --task-size BYTES     piece size of a parallel request (default: KVIKIO_TASK_SIZE)\n"
+  "  --direct-io           O_DIRECT for us and for the limit (default: page cache)\n"
+  "  --memory host         kind of memory to read into and write from\n"
+  "  --repetitions N       timed runs of each operation (default 3; the median counts)\n"
+  "  --file PATH           file to use (default: a temporary file here, removed after)\n"
+  "  --keep-file           keep the file afterwards\n"
+  "  --ops write,read      operations to run\n"
+  "  --json                print the results as one JSON object\n";
+
+Options parse(int argc, char** argv, int first)
+{
+  Options o;
+  Args args(argc, argv, first);
+  while (auto name = args.next_option()) {
+    if (*name == "size") {
+      o.size = parse_bytes(*name, args.value());
+    } else if (*name == "threads") {
+      o.threads = static_cast<unsigned int>(parse_count(*name, args.value()));
+    } else if (*name == "task-size") {
+      o.task_size = parse_bytes(*name, args.value());
+      if (o.task_size == 0) { throw std::invalid_argument("--task-size must be positive"); }
+    } else if (*name == "direct-io") {
+      o.direct_io = true;
+    } else if (*name == "memory") {
+      o.memory = args.value();
+      if (o.memory != "host") {
+        throw std::invalid_argument("--memory: '" + o.memory + "' is not supported (host)");
+      }
+    } else if (*name == "repetitions") {
+      o.repetitions = static_cast<unsigned int>(parse_count(*name, args.value()));
+    } else if (*name == "file") {
+      o.file = args.value();
+    } else if (*name == "keep-file") {
+      o.keep_file = true;
+    } else if (*name == "json") {
+      o.json = true;
+    } else if (*name == "ops") {
+      o.ops.clear();
+      std::stringstream ss(args.value());
+      for (std::string op; std::getline(ss, op, ',');) {
+        if (op != "read" && op != "write") {
+          throw std::invalid_argument("--ops: unknown operation '" + op + "' (read, write)");
+        }
+        o.ops.push_back(op);
+      }
+    } else if (*name == "help") {
+      std::cout << usage;
+      std::exit(0);
+    } else {
+      throw std::invalid_argument("unknown option --" + *name + "\n" + usage);
+    }
+  }
+  if (o.direct_io && o.size % page != 0) {
+    throw std::invalid_argument("--direct-io needs --size to be a multiple of 4096");
+  }
+  return o;
+}
+
+/// Page-aligned host memory, so both sides may use O_DIRECT on it.
+struct HostBuffer {
+  struct Free {
+    void operator()(char* p) const noexcept { std::free(p); }
+  };
+  std::unique_ptr<char, Free> data;
+  std::size_t size;
+  explicit HostBuffer(std::size_t n) : size(n)
+  {
+    void* p = nullptr;
+    if (posix_memalign(&p, page, std::max(n, page)) != 0) {
+      throw std::runtime_error("cannot allocate " + format_bytes(static_cast<double>(n)) +
+                               " of host memory");
+    }
+    data.reset(static_cast<char*>(p));
+  }
+};
+
+void fill_random(char* p, std::size_t n)
+{
+  std::mt19937_64 rng(2026);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    auto v = rng();
+    std::memcpy(p + i, &v, 8);
+  }
+  for (; i < n; ++i) {
+    p[i] = static_cast<char>(rng());
+  }
+}
+
+/// The limit: `threads` plain threads taking task_size pieces off a shared counter and moving
+/// each with one pread/pwrite loop. No library code is involved.
+void plain_parallel_io(bool write, int fd, char* buf, std::size_t size, const Options& o)
+{
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    while (!failed) {
+      std::size_t begin = next.fetch_add(o.task_size);
+      if (begin >= size) { return; }
+      std::size_t end = std::min(size, begin + o.task_size);
+      for (std::size_t pos = begin; pos < end;) {
+        ssize_t n = write ? ::pwrite(fd, buf + pos, end - pos, static_cast<off_t>(pos))
+                          : ::pread(fd, buf + pos, end - pos, static_cast<off_t>(pos));
+        if (n <= 0) {
+          if (n < 0 && errno == EINTR) { continue; }
+          failed = true;
+          return;
+        }
+        pos += static_cast<std::size_t>(n);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned int i = 0; i < o.threads; ++i) {
+    pool.emplace_back(worker);
+  }
+  for (auto& t : pool) {
+    t.join();
+  }
+  if (failed) { throw std::runtime_error("the plain parallel loop failed on the benchmark file"); }
+}
+
+double seconds_of(const std::function<void()>& fn)
+{
+  auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v)
+{
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+struct Result {
+  std::string op;
+  double ours_gbps;
+  double limit_gbps;
+  std::vector<double> ours_runs, limit_runs;
+};
+
+void progress(const std::string& line) { std::cerr << "[kvikio bench] " << line << std::endl; }
+
+}  // namespace
+
+int run_bench(int argc, char** argv, int first)
+{
+  Options o;
+  try {
+    o = parse(argc, argv, first);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "kvikio bench: " << e.what() << "\n";
+    return 2;
+  }
+  const bool temporary = o.file.empty();
+  if (temporary) {
+    o.file =
+      (std::filesystem::current_path() / ("kvikio-bench-" + std::to_string(::getpid()) + ".bin"))
+        .string();
+  }
+  // Remove the temporary file on every exit path, error included.
+  struct Cleanup {
+    std::string path;
+    bool active;
+    ~Cleanup()
+    {
+      if (active) { std::filesystem::remove(path); }
+    }
+  } cleanup{o.file, temporary && !o.keep_file};
+
+  defaults::set_num_threads(o.threads);
+  defaults::set_task_size(o.task_size);
+  defaults::set_auto_direct_io_read(o.direct_io);
+  defaults::set_auto_direct_io_write(o.direct_io);
+
+  progress("file " + o.file + ", " + format_bytes(static_cast<double>(o.size)) + ", " +
+           std::to_string(o.threads) + " threads, task size " +
+           format_bytes(static_cast<double>(o.task_size)) + ", " + o.memory + " memory, " +
+           (o.direct_io ? "Direct IO" : "page cache"));
+  HostBuffer src(o.size), dst(o.size);
+  fill_random(src.data.get(), o.size);
+
+  const int plain_flags = o.direct_io ? O_DIRECT : 0;
+  // Lay the file down once, untimed, so that both sides overwrite an existing file.
+  {
+    FileHandle f(o.file, "w");
+    f.pwrite(src.data.get(), o.size, 0).get();
+  }
+  std::vector<Result> results;
+  for (const auto& op : o.ops) {
+    const bool write = op == "write";
+    Result r{op, 0, 0, {}, {}};
+    if (!write && !o.direct_io) {
+      progress("warming the page cache");
+      FileHandle f(o.file, "r");
+      f.pread(dst.data.get(), o.size, 0).get();
+    }
+    for (unsigned int rep = 1; rep <= o.repetitions; ++rep) {
+      progress(op + " " + std::to_string(rep) + "/" + std::to_string(o.repetitions));
+      if (!write) { std::memset(dst.data.get(), 0, o.size); }
+      r.ours_runs.push_back(seconds_of([&] {
+        FileHandle f(o.file, write ? "r+" : "r");
+        if (write) {
+          f.pwrite(src.data.get(), o.size, 0).get();
+        } else {
+          f.pread(dst.data.get(), o.size, 0).get();
+        }
+      }));
+      if (!write && std::memcmp(src.data.get(), dst.data.get(), o.size) != 0) {
+        throw Error("benchmark read back different bytes than were written to " + o.file);
+      }
+      r.limit_runs.push_back(seconds_of([&] {
+        int fd = ::open(o.file.c_str(), (write ? O_WRONLY : O_RDONLY) | plain_flags);
+        if (fd < 0) { throw GenericSystemError("cannot open " + o.file); }
+        plain_parallel_io(write, fd, write ? src.data.get() : dst.data.get(), o.size, o);
+        ::close(fd);
+      }));
+    }
+    const double gb = static_cast<double>(o.size) / 1e9;
+    r.ours_gbps     = gb / median(r.ours_runs);
+    r.limit_gbps    = gb / median(r.limit_runs);
+    results.push_back(r);
+  }
+
+  if (o.json) {
+    std::printf(
+      "{\"file\": \"%s\", \"size\": %zu, \"threads\": %u, \"task_size\": %zu, "
+      "\"direct_io\": %s, \"memory\": \"%s\", \"repetitions\": %u, \"results\": [",
+      o.file.c_str(),
+      o.size,
+      o.threads,
+      o.task_size,
+      o.direct_io ? "true" : "false",
+      o.memory.c_str(),
+      o.repetitions);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      std::printf(
+        "%s{\"op\": \"%s\", \"kvikio_gbps\": %.3f, \"limit_gbps\": %.3f, \"ratio\": %.3f}",
+        i ? ", " : "",
+        r.op.c_str(),
+        r.ours_gbps,
+        r.limit_gbps,
+        r.ours_gbps / r.limit_gbps);
+    }
+    std::printf("]}\n");
+  } else {
+    std::printf("%-8s %-8s %14s %20s %8s\n", "op", "memory", "kvikio GB/s", "limit GB/s", "ratio");
+    for (const auto& r : results) {
+      std::printf("%-8s %-8s %14.2f %13.2f (%s) %7.2fx\n",
+                  r.op.c_str(),
+                  o.memory.c_str(),
+                  r.ours_gbps,
+                  r.limit_gbps,
+                  r.op == "read" ? "pread" : "pwrite",
+                  r.ours_gbps / r.limit_gbps);
+    }
+    std::printf(
+      "(%s, %u threads, task size %s, %s, median of %u; limit = plain parallel %s loop "
+      "over the same file and memory)\n",
+      format_bytes(static_cast<double>(o.size)).c_str(),
+      o.threads,
+      format_bytes(static_cast<double>(o.task_size)).c_str(),
+      o.direct_io ? "O_DIRECT" : "page cache",
+      o.repetitions,
+      o.ops.size() > 1     ? "pread/pwrite"
+      : o.ops[0] == "read" ? "pread"
+                           : "pwrite");
+  }
+  return 0;
+}
+
+}  // namespace kvikio::tool
