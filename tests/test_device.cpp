@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <thread>
@@ -610,4 +611,28 @@ TEST_F(DeviceIO, BatchThroughCufile)
   EXPECT_TRUE(std::equal(
     got.begin(), got.begin() + static_cast<long>(n), data.begin() + static_cast<long>(n)));
   EXPECT_TRUE(std::equal(got.begin() + static_cast<long>(n), got.end(), data.begin()));
+}
+
+TEST_F(DeviceIO, CufileRequestsBelowGdsThresholdGoThroughPosix)
+{
+  if (auto why = kvikio::test::cufile_unusable_reason(dir.file("probe.bin")); !why.empty()) {
+    GTEST_SKIP() << "cuFile path not usable here: " << why;
+  }
+  const char* lib = std::getenv("KVIKIO_LIBCUFILE_PATH");
+  void* handle    = lib != nullptr ? ::dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  auto calls =
+    handle != nullptr
+      ? reinterpret_cast<std::size_t (*)()>(::dlsym(handle, "kvikio_standin_cufile_io_calls"))
+      : nullptr;
+  if (calls == nullptr) { GTEST_SKIP() << "counting cuFile calls needs the stand-in libcufile"; }
+  const std::size_t n = 64 * KiB;
+  auto path           = make_file(n, 18);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::OFF);
+  DeviceBuffer dev(n);
+  const auto before = calls();
+  EXPECT_EQ(f.pread(dev.data(), 1000, 0, 4096, 16 * KiB).get(), 1000U);
+  EXPECT_EQ(calls(), before) << "a request below gds_threshold reached cuFile";
+  EXPECT_EQ(f.pread(dev.data(), n, 0, 16 * KiB, 16 * KiB).get(), n);
+  EXPECT_EQ(calls(), before + 4) << "one cuFileRead per task";
+  EXPECT_EQ(to_host(dev, n), random_bytes(n, 18));
 }

@@ -33,6 +33,7 @@ using HostFnLaunch = CUresult (*)(CUstream, CUhostFn, void*);
 struct State {
   std::mutex mutex;
   bool open{false};
+  std::size_t io_calls{0};       // cuFileRead/cuFileWrite calls, for tests
   std::map<void*, int> handles;  // handle -> buffered descriptor used for the IO
   std::set<const void*> buffers;
   CUfileDrvProps_t props{};
@@ -213,13 +214,28 @@ void cuFileHandleDeregister(CUfileHandle_t fh)
   s.handles.erase(it);
 }
 
+/// Test control: how many cuFileRead/cuFileWrite calls were made.
+__attribute__((visibility("default"))) std::size_t kvikio_standin_cufile_io_calls()
+{
+  std::lock_guard lock(st().mutex);
+  return st().io_calls;
+}
+
 ssize_t cuFileRead(CUfileHandle_t fh, void* base, size_t size, off_t off, off_t buf_off)
 {
+  {
+    std::lock_guard lock(st().mutex);
+    ++st().io_calls;
+  }
   return do_io(fh, base, size, off, buf_off, true);
 }
 
 ssize_t cuFileWrite(CUfileHandle_t fh, const void* base, size_t size, off_t off, off_t buf_off)
 {
+  {
+    std::lock_guard lock(st().mutex);
+    ++st().io_calls;
+  }
   return do_io(fh, base, size, off, buf_off, false);
 }
 
