@@ -32,7 +32,9 @@ REPLY_TIMEOUT = 60.0
 
 # Objects served, by name: odd sizes so that no read lines up with a task or page boundary.
 FILE_SIZES = {
-    "data.bin": 4_000_000 + 12_345,  # > 1_000_000 float32 (the seed's HTTP example reads 4 MB)
+    # > 1_000_000 float32 (the seed's HTTP example reads 4 MB); a whole number of float32
+    # (the seed's chunked S3 example reads it into float32 views).
+    "data.bin": 4_000_000 + 12_344,
     "small.bin": 1,
     "odd.bin": 3 * 1024 * 1024 + 4099,
     "file.bin": 65_537,
@@ -119,6 +121,9 @@ def remote_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("remote-root")
     for name, size in FILE_SIZES.items():
         (root / name).write_bytes(rng.integers(0, 256, size=size, dtype=np.uint8).tobytes())
+    # The path of the seed's WebHDFS example.
+    (root / "path" / "to").mkdir(parents=True)
+    (root / "path" / "to" / "file").write_bytes((root / "odd.bin").read_bytes()[::-1])
     return root
 
 
