@@ -25,12 +25,41 @@ RemoteEndpointType = _lib.RemoteEndpointType
 """The kinds of remote endpoint: ``AUTO`` (inferred from the URL), ``S3``, ``S3_PUBLIC``,
 ``S3_PRESIGNED_URL``, ``WEBHDFS``, ``HTTP``."""
 
-RemoteError = _lib.RemoteError
-RemoteHttpError = _lib.RemoteHttpError
-RemoteTransportError = _lib.RemoteTransportError
-RemoteTimeoutError = _lib.RemoteTimeoutError
-RemoteRangeError = _lib.RemoteRangeError
-RemoteTruncatedError = _lib.RemoteTruncatedError
+
+
+class RemoteError(RuntimeError):
+    """A remote request failed (after the retries the settings allow).
+
+    ``url`` is the URL with credentials, signatures and tokens removed; ``http_status`` the
+    last HTTP status received, 0 when no response arrived. Raised by the C++ library's
+    kvikio::RemoteError (the native module maps each subclass to the one of the same name).
+    """
+
+    def __init__(self, message: str, url: str = "", http_status: int = 0) -> None:
+        super().__init__(message)
+        self.url = url
+        self.http_status = http_status
+
+
+class RemoteHttpError(RemoteError):
+    """The server answered with an error status (404, 403, 416, or a retried 5xx)."""
+
+
+class RemoteTransportError(RemoteError):
+    """No usable response: connection refused or dropped, TLS or DNS failure."""
+
+
+class RemoteTimeoutError(RemoteTransportError):
+    """Every attempt took longer than the ``http_timeout`` setting."""
+
+
+class RemoteRangeError(RemoteError):
+    """The server ignored the Range header (answered with other bytes than asked for)."""
+
+
+class RemoteTruncatedError(RemoteError):
+    """The body was shorter than the range asked for, on every attempt."""
+
 
 __all__ = [
     "RemoteEndpointType",

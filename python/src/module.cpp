@@ -557,25 +557,19 @@ class Remote {
   std::size_t nbytes_;
 };
 
-/// Python classes for the C++ remote errors (set when the module loads).
-struct RemoteErrorTypes {
-  PyObject* base{};
-  PyObject* http{};
-  PyObject* transport{};
-  PyObject* timeout{};
-  PyObject* range{};
-  PyObject* truncated{};
-};
-RemoteErrorTypes remote_error_types;
-
-/// Raises `type` with the message, and the redacted URL and HTTP status as attributes.
-void raise_remote_error(PyObject* type, const RemoteError& e)
+/// Raises kvikio.remote_file.<name> (a RuntimeError subclass defined in Python, so that it
+/// is typed and documented there) with the message, the redacted URL and the HTTP status.
+void raise_remote_error(const char* name, const RemoteError& e)
 {
-  nb::object exc = nb::steal(PyObject_CallFunction(type, "s", e.what()));
-  if (!exc.is_valid()) { return; }  // the call set a Python error already
-  nb::setattr(exc, "url", nb::str(e.url().c_str()));
-  nb::setattr(exc, "http_status", nb::int_(e.http_status()));
-  PyErr_SetObject(type, exc.ptr());
+  try {
+    nb::object cls = nb::module_::import_("kvikio.remote_file").attr(name);
+    nb::object exc = cls(e.what(), e.url(), e.http_status());
+    PyErr_SetObject(cls.ptr(), exc.ptr());
+  } catch (const std::exception&) {
+    // The class could not be made (the package half-imported?): keep the message at least.
+    PyErr_Clear();
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
 }
 
 // ---- settings, by their Python names ----
@@ -970,47 +964,21 @@ NB_MODULE(_lib, m)
   m.def("pending_bindings", &wiring::pending);
 
   // ---- remote files ----
-  {
-    auto make_type = [&](const char* name, const char* doc, PyObject* base) {
-      PyObject* t =
-        PyErr_NewExceptionWithDoc((std::string("kvikio._lib.") + name).c_str(), doc, base, nullptr);
-      if (t == nullptr) { throw nb::python_error(); }
-      m.attr(name) = nb::steal(t);
-      return t;
-    };
-    auto& t = remote_error_types;
-    t.base  = make_type("RemoteError",
-                       "A remote read failed. `url` is the URL with credentials and signatures "
-                        "removed; `http_status` the last HTTP status (0: no response).",
-                       PyExc_RuntimeError);
-    t.http  = make_type(
-      "RemoteHttpError", "The server answered with an error status (after retries).", t.base);
-    t.transport = make_type("RemoteTransportError",
-                            "No usable response (connection refused or dropped, TLS, DNS).",
-                            t.base);
-    t.timeout   = make_type("RemoteTimeoutError",
-                          "Every attempt took longer than the http_timeout setting.",
-                          t.transport);
-    t.range     = make_type("RemoteRangeError", "The server ignored the Range header.", t.base);
-    t.truncated =
-      make_type("RemoteTruncatedError", "The body was shorter than the range asked for.", t.base);
-  }
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    const auto& t = remote_error_types;
     try {
       std::rethrow_exception(p);
     } catch (const RemoteTimeoutError& e) {
-      raise_remote_error(t.timeout, e);
+      raise_remote_error("RemoteTimeoutError", e);
     } catch (const RemoteTransportError& e) {
-      raise_remote_error(t.transport, e);
+      raise_remote_error("RemoteTransportError", e);
     } catch (const RemoteHttpError& e) {
-      raise_remote_error(t.http, e);
+      raise_remote_error("RemoteHttpError", e);
     } catch (const RemoteRangeError& e) {
-      raise_remote_error(t.range, e);
+      raise_remote_error("RemoteRangeError", e);
     } catch (const RemoteTruncatedError& e) {
-      raise_remote_error(t.truncated, e);
+      raise_remote_error("RemoteTruncatedError", e);
     } catch (const RemoteError& e) {
-      raise_remote_error(t.base, e);
+      raise_remote_error("RemoteError", e);
     }
   });
 
