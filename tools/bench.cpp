@@ -27,6 +27,7 @@
 #include <kvikio/file_handle.hpp>
 #include <kvikio/file_utils.hpp>
 
+#include "bench_remote.hpp"
 #include "options.hpp"
 
 namespace kvikio::tool {
@@ -45,6 +46,9 @@ struct Options {
   bool json{false};
   bool keep_file{false};
   std::vector<std::string> ops{"write", "read"};
+  std::string remote;  // --remote URL|local: see bench_remote.hpp
+  std::string remote_server{"nginx"};
+  bool size_given{false};
 };
 
 const char* usage =
@@ -58,7 +62,10 @@ const char* usage =
   "  --file PATH           file to use (default: a temporary file here, removed after)\n"
   "  --keep-file           keep the file afterwards\n"
   "  --ops write,read      operations to run\n"
-  "  --json                print the results as one JSON object\n";
+  "  --json                print the results as one JSON object\n"
+  "  --remote URL|local    read a remote object (http(s), s3://, WebHDFS) next to plain\n"
+  "                        parallel curl; 'local' serves --size random bytes on loopback\n"
+  "  --remote-server nginx|python   server for --remote local (default nginx, else python)\n";
 
 Options parse(int argc, char** argv, int first)
 {
@@ -66,7 +73,8 @@ Options parse(int argc, char** argv, int first)
   Args args(argc, argv, first);
   while (auto name = args.next_option()) {
     if (*name == "size") {
-      o.size = parse_bytes(*name, args.value());
+      o.size       = parse_bytes(*name, args.value());
+      o.size_given = true;
     } else if (*name == "threads") {
       o.threads = static_cast<unsigned int>(parse_count(*name, args.value()));
     } else if (*name == "task-size") {
@@ -96,6 +104,10 @@ Options parse(int argc, char** argv, int first)
         }
         o.ops.push_back(op);
       }
+    } else if (*name == "remote") {
+      o.remote = args.value();
+    } else if (*name == "remote-server") {
+      o.remote_server = args.value();
     } else if (*name == "help") {
       std::cout << usage;
       std::exit(0);
@@ -205,6 +217,22 @@ int run_bench(int argc, char** argv, int first)
   } catch (const std::invalid_argument& e) {
     std::cerr << "kvikio bench: " << e.what() << "\n";
     return 2;
+  }
+  if (!o.remote.empty()) {
+    if (o.direct_io || !o.file.empty() || o.keep_file ||
+        o.ops != std::vector<std::string>{"write", "read"}) {
+      std::cerr << "kvikio bench: --direct-io, --file, --keep-file and --ops do not apply to "
+                   "--remote (it reads only)\n";
+      return 2;
+    }
+    return run_bench_remote({o.remote,
+                             o.remote_server,
+                             o.size,
+                             o.size_given,
+                             o.threads,
+                             o.task_size,
+                             o.repetitions,
+                             o.json});
   }
   const bool temporary = o.file.empty();
   if (temporary) {

@@ -20,7 +20,7 @@ from kvikio.cufile import (
     drop_system_page_cache,
     get_page_cache_info,
 )
-from kvikio.remote_file import RemoteFile, is_remote_file_available
+from kvikio.remote_file import RemoteEndpointType, RemoteError, RemoteFile, is_remote_file_available
 from kvikio.stream import stream_deregister, stream_register
 
 __all__ = [
@@ -28,6 +28,8 @@ __all__ = [
     "CuFile",
     "IOFuture",
     "IOFutureStream",
+    "RemoteEndpointType",
+    "RemoteError",
     "RemoteFile",
     "__version__",
     "bounce_buffer_free",

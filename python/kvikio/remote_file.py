@@ -1,61 +1,271 @@
-"""Remote files (HTTP, S3, WebHDFS): :class:`RemoteFile`.
+"""Remote files (HTTP/HTTPS, S3, WebHDFS): :class:`RemoteFile` over libkvikio's RemoteHandle.
 
-Remote IO is not part of this build yet (it comes with the remote issue). Every way of
-opening a remote file raises ``RuntimeError`` saying so; :func:`is_remote_file_available`
-returns False.
+Reads are HTTP range requests made by the C++ library (libcurl); ``pread`` splits a read into
+``task_size`` pieces run in parallel on the shared thread pool, with the GIL released. Failed
+requests are retried as the ``http_max_attempts``, ``http_status_codes`` and ``http_timeout``
+settings say (:mod:`kvikio.defaults`).
+
+Errors: a request that still fails raises :class:`RemoteError` (a ``RuntimeError``; its
+subclasses say how it failed) whose message and ``url`` attribute name the URL with
+credentials and signatures removed, and whose ``http_status`` is the last HTTP status (0 when
+no response came). A malformed URL, a bad scheme, or missing credentials or region raise
+``ValueError``; a read past the end of the object raises ``RuntimeError`` before any request
+is sent; a size larger than the buffer raises ``ValueError``.
 """
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import urllib.parse
+from typing import Any, Optional
 
-__all__ = ["RemoteFile", "is_remote_file_available"]
+from kvikio import _lib
+from kvikio.cufile import IOFuture
 
-_MESSAGE = (
-    "kvikio.RemoteFile is not available in this build: remote IO (HTTP, S3, WebHDFS) "
-    "support is pending (remote issue)"
-)
+RemoteEndpointType = _lib.RemoteEndpointType
+"""The kinds of remote endpoint: ``AUTO`` (inferred from the URL), ``S3``, ``S3_PUBLIC``,
+``S3_PRESIGNED_URL``, ``WEBHDFS``, ``HTTP``."""
+
+
+
+class RemoteError(RuntimeError):
+    """A remote request failed (after the retries the settings allow).
+
+    ``url`` is the URL with credentials, signatures and tokens removed; ``http_status`` the
+    last HTTP status received, 0 when no response arrived. Raised by the C++ library's
+    kvikio::RemoteError (the native module maps each subclass to the one of the same name).
+    """
+
+    def __init__(self, message: str, url: str = "", http_status: int = 0) -> None:
+        super().__init__(message)
+        self.url = url
+        self.http_status = http_status
+
+
+class RemoteHttpError(RemoteError):
+    """The server answered with an error status (404, 403, 416, or a retried 5xx)."""
+
+
+class RemoteTransportError(RemoteError):
+    """No usable response: connection refused or dropped, TLS or DNS failure."""
+
+
+class RemoteTimeoutError(RemoteTransportError):
+    """Every attempt took longer than the ``http_timeout`` setting."""
+
+
+class RemoteRangeError(RemoteError):
+    """The server ignored the Range header (answered with other bytes than asked for)."""
+
+
+class RemoteTruncatedError(RemoteError):
+    """The body was shorter than the range asked for, on every attempt."""
+
+
+__all__ = [
+    "RemoteEndpointType",
+    "RemoteError",
+    "RemoteFile",
+    "RemoteHttpError",
+    "RemoteRangeError",
+    "RemoteTimeoutError",
+    "RemoteTransportError",
+    "RemoteTruncatedError",
+    "is_remote_file_available",
+]
 
 
 def is_remote_file_available() -> bool:
-    """Whether remote IO is available in this build."""
-    return False
+    """Whether remote IO is available in this build (it always is: libcurl is required)."""
+    return True
 
 
-def _unavailable(url: Any = None) -> NoReturn:
-    raise RuntimeError(_MESSAGE + (f"; cannot open {url!r}" if url is not None else ""))
+def _region(aws_region_name: Optional[str], kwargs: dict[str, Any], who: str) -> Optional[str]:
+    """The region from ``aws_region_name`` or its alias ``aws_region`` (not both)."""
+    alias = kwargs.pop("aws_region", None)
+    if kwargs:
+        raise TypeError(f"{who}() got unexpected keyword arguments: {', '.join(sorted(kwargs))}")
+    if alias is not None and aws_region_name is not None and alias != aws_region_name:
+        raise ValueError(
+            f"{who}(): aws_region {alias!r} and aws_region_name {aws_region_name!r} disagree"
+        )
+    return aws_region_name if aws_region_name is not None else alias
 
 
 class RemoteFile:
-    """A remote file (not available in this build: see the module docstring)."""
+    """A read-only remote file, opened with one of the ``open*`` class methods.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _unavailable()
+    ``nbytes()`` is known once opened (no request). ``read``/``pread`` take anything with the
+    buffer protocol (NumPy arrays, bytearray); ``size`` defaults to the whole buffer. Device
+    buffers (CuPy, ...) raise ``RuntimeError`` until this build's remote reads support device
+    memory (``kvikio._lib.remote_device_memory_supported``). Usable as a context manager;
+    ``close()`` is idempotent and reads already queued still complete.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        if not isinstance(handle, _lib.RemoteFile):
+            raise TypeError(
+                "RemoteFile is opened with RemoteFile.open, open_http, open_s3, open_s3_url, "
+                f"open_s3_public, open_s3_presigned_url or open_webhdfs, not from {type(handle)!r}"
+            )
+        self._handle = handle
+
+    # -- opening ----------------------------------------------------------------------
+    @classmethod
+    def open_http(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
+        """Open an HTTP/HTTPS URL served with Range support. Without ``nbytes`` the size
+        comes from a HEAD request."""
+        return cls(_lib.RemoteFile.open_http(url, nbytes))
 
     @classmethod
-    def open_http(cls, url: str, nbytes: Any = None) -> "RemoteFile":
-        _unavailable(url)
+    def open_s3(
+        cls,
+        bucket_name: str,
+        object_name: str,
+        nbytes: Optional[int] = None,
+        aws_region_name: Optional[str] = None,
+        aws_access_key_id: Optional[str] = None,
+        aws_secret_access_key: Optional[str] = None,
+        aws_endpoint_url: Optional[str] = None,
+        aws_session_token: Optional[str] = None,
+        **kwargs: Any,
+    ) -> RemoteFile:
+        """Open object ``object_name`` of S3 bucket ``bucket_name``, signing requests (SigV4).
+
+        Arguments left as None come from the environment: ``AWS_DEFAULT_REGION``,
+        ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN`` and
+        ``AWS_ENDPOINT_URL`` (an S3-compatible server, addressed path-style as
+        ``<endpoint>/<bucket>/<object>``). ``aws_region`` is accepted as an alias of
+        ``aws_region_name``. Missing credentials or region raise ``ValueError``.
+        """
+        region = _region(aws_region_name, kwargs, "open_s3")
+        return cls(
+            _lib.RemoteFile.open_s3(
+                bucket_name,
+                object_name,
+                nbytes,
+                region,
+                aws_access_key_id,
+                aws_secret_access_key,
+                aws_endpoint_url,
+                aws_session_token,
+            )
+        )
 
     @classmethod
-    def open_s3(cls, bucket_name: str, object_name: str, nbytes: Any = None, **kwargs: Any) -> "RemoteFile":
-        _unavailable(f"s3://{bucket_name}/{object_name}")
+    def open_s3_url(
+        cls,
+        url: str,
+        nbytes: Optional[int] = None,
+        aws_region_name: Optional[str] = None,
+        aws_access_key_id: Optional[str] = None,
+        aws_secret_access_key: Optional[str] = None,
+        aws_endpoint_url: Optional[str] = None,
+        aws_session_token: Optional[str] = None,
+        **kwargs: Any,
+    ) -> RemoteFile:
+        """Open an S3 object by URL: ``s3://<bucket>/<object>`` (the server chosen as in
+        :meth:`open_s3`) or the object's full http(s) URL (``aws_endpoint_url`` is then not
+        used). Credentials as in :meth:`open_s3`; another scheme raises ``ValueError``."""
+        region = _region(aws_region_name, kwargs, "open_s3_url")
+        scheme = urllib.parse.urlsplit(url).scheme.lower()
+        if scheme in ("http", "https"):
+            return cls(
+                _lib.RemoteFile.open_s3_from_http_url(
+                    url, nbytes, region, aws_access_key_id, aws_secret_access_key, aws_session_token
+                )
+            )
+        if scheme == "s3":
+            return cls(
+                _lib.RemoteFile.open_s3_from_s3_url(
+                    url,
+                    nbytes,
+                    region,
+                    aws_access_key_id,
+                    aws_secret_access_key,
+                    aws_endpoint_url,
+                    aws_session_token,
+                )
+            )
+        raise ValueError(
+            f"open_s3_url: unsupported scheme {scheme!r} in {_lib.redact_url(url)!r} "
+            "(expected s3://, http:// or https://)"
+        )
 
     @classmethod
-    def open_s3_url(cls, url: str, nbytes: Any = None, **kwargs: Any) -> "RemoteFile":
-        _unavailable(url)
+    def open_s3_public(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
+        """Open an anonymously readable S3 object (no signing): ``s3://<bucket>/<object>``
+        (resolved with ``AWS_ENDPOINT_URL`` or ``AWS_DEFAULT_REGION``) or an http(s) URL."""
+        return cls(_lib.RemoteFile.open_s3_public(url, nbytes))
 
     @classmethod
-    def open_s3_public(cls, url: str, nbytes: Any = None) -> "RemoteFile":
-        _unavailable(url)
+    def open_s3_presigned_url(cls, presigned_url: str, nbytes: Optional[int] = None) -> RemoteFile:
+        """Open an S3 presigned GET URL (the size comes from a one-byte GET, since a presigned
+        URL allows one method only). Messages never show the signature."""
+        return cls(_lib.RemoteFile.open_s3_presigned_url(presigned_url, nbytes))
 
     @classmethod
-    def open_s3_presigned_url(cls, presigned_url: str, nbytes: Any = None) -> "RemoteFile":
-        _unavailable(presigned_url)
+    def open_webhdfs(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
+        """Open a file through Apache Hadoop's WebHDFS REST API:
+        ``http(s)://<namenode>:<port>/webhdfs/v1/<path>[?user.name=<user>]``."""
+        return cls(_lib.RemoteFile.open_webhdfs(url, nbytes))
 
     @classmethod
-    def open_webhdfs(cls, url: str, nbytes: Any = None) -> "RemoteFile":
-        _unavailable(url)
+    def open(
+        cls,
+        url: str,
+        remote_endpoint_type: RemoteEndpointType = RemoteEndpointType.AUTO,
+        allow_list: Optional[list] = None,
+        nbytes: Optional[int] = None,
+    ) -> RemoteFile:
+        """Open ``url`` as ``remote_endpoint_type``; with ``AUTO`` the kind is inferred from the
+        URL, trying the types of ``allow_list`` in order (default: S3, S3_PRESIGNED_URL,
+        WEBHDFS, HTTP). An explicit type must be in ``allow_list`` when one is given. A URL
+        that no allowed type accepts raises ``ValueError``."""
+        if allow_list is not None:
+            allow_list = list(allow_list)
+        return cls(_lib.RemoteFile.open(url, remote_endpoint_type, allow_list, nbytes))
 
-    @classmethod
-    def open(cls, url: str, nbytes: Any = None, **kwargs: Any) -> "RemoteFile":
-        _unavailable(url)
+    # -- life cycle -------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the file (idempotent). Reads already queued still complete."""
+        self._handle.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._handle.closed
+
+    def __enter__(self) -> RemoteFile:
+        return self
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
+        self.close()
+
+    def __str__(self) -> str:
+        return str(self._handle) if not self.closed else "RemoteFile(closed)"
+
+    def __repr__(self) -> str:
+        return f"<kvikio.RemoteFile {self}>"
+
+    # -- queries ----------------------------------------------------------------------
+    def remote_endpoint_type(self) -> RemoteEndpointType:
+        """The kind of endpoint this file was opened as."""
+        return self._handle.remote_endpoint_type()
+
+    def nbytes(self) -> int:
+        """The file's size in bytes (known since opening: no request)."""
+        return self._handle.nbytes()
+
+    # -- IO ---------------------------------------------------------------------------
+    def read(
+        self, buf: Any, size: Optional[int] = None, file_offset: int = 0, task_size: Optional[int] = None
+    ) -> int:
+        """Read ``size`` bytes (default: the buffer's size) at ``file_offset`` into ``buf``, in
+        parallel; blocks (GIL released) and returns the bytes read."""
+        return self._handle.read(buf, size, file_offset, task_size)
+
+    def pread(
+        self, buf: Any, size: Optional[int] = None, file_offset: int = 0, task_size: Optional[int] = None
+    ) -> IOFuture:
+        """Like :meth:`read`, but returns at once an :class:`IOFuture` whose ``get()`` returns the
+        bytes read (or raises the error). ``buf`` is held until the read is done."""
+        return self._handle.pread(buf, size, file_offset, task_size)

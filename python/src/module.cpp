@@ -34,7 +34,9 @@
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/file_utils.hpp>
+#include <kvikio/hdfs.hpp>
 #include <kvikio/mmap.hpp>
+#include <kvikio/remote_handle.hpp>
 #include <kvikio/version.hpp>
 
 #include "buffer.hpp"
@@ -465,6 +467,111 @@ class Mmap {
   std::shared_ptr<MmapHandle> handle_;
 };
 
+// ---- remote files (RemoteHandle) ----
+
+/// Refuses device memory while RemoteHandle cannot take it (see wiring.hpp): its reads copy
+/// the network data with memcpy, which would crash on a device pointer.
+void require_remote_supported(const BufferView& view, const RemoteHandle& handle)
+{
+  if (view.is_device() && !wiring::remote_device_memory_supported) {
+    throw kvikio::Error("RemoteFile: reading " + redact_url(handle.endpoint().url()) +
+                        " into device memory (" + view.type_name() +
+                        ") is not supported by this kvikio build yet: use host memory "
+                        "(e.g. a NumPy array) and copy it to the device");
+  }
+}
+
+/// A remote file: a RemoteHandle shared with the reads running on it.
+class Remote {
+ public:
+  explicit Remote(std::shared_ptr<RemoteHandle> handle)
+    : handle_(std::move(handle)), nbytes_(handle_->nbytes())
+  {
+  }
+
+  /// Makes the endpoint and, without `nbytes`, asks the server for the size, GIL released.
+  template <typename MakeEndpoint>
+  static Remote make(MakeEndpoint make_endpoint, nb::handle nbytes)
+  {
+    auto n = to_opt_size(nbytes, "nbytes");
+    std::shared_ptr<RemoteHandle> handle;
+    {
+      nb::gil_scoped_release release;
+      std::unique_ptr<RemoteEndpoint> endpoint = make_endpoint();
+      handle = n ? std::make_shared<RemoteHandle>(std::move(endpoint), *n)
+                 : std::make_shared<RemoteHandle>(std::move(endpoint));
+    }
+    return Remote(std::move(handle));
+  }
+
+  static Remote open(const std::string& url,
+                     RemoteEndpointType type,
+                     std::optional<std::vector<RemoteEndpointType>> allow_list,
+                     nb::handle nbytes)
+  {
+    auto n = to_opt_size(nbytes, "nbytes");
+    std::shared_ptr<RemoteHandle> handle;
+    {
+      nb::gil_scoped_release release;
+      handle = std::make_shared<RemoteHandle>(RemoteHandle::open(url, type, allow_list, n));
+    }
+    return Remote(std::move(handle));
+  }
+
+  /// Drops this object's hold on the handle; reads already queued keep theirs.
+  void close() noexcept { handle_.reset(); }
+  [[nodiscard]] bool closed() const noexcept { return !handle_; }
+  [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
+  [[nodiscard]] RemoteEndpointType remote_endpoint_type() const
+  {
+    return checked()->remote_endpoint_type();
+  }
+  [[nodiscard]] std::string str() const { return checked()->endpoint().str(); }
+
+  IOFuture pread(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    auto view   = BufferView::from_object(buf, /*writable=*/true);
+    auto handle = checked();
+    require_remote_supported(view, *handle);
+    const std::size_t n   = request_size(view, size);
+    const std::size_t off = to_size(file_offset, "file_offset");
+    const std::size_t ts =
+      task_size.is_none() ? defaults::task_size() : to_size(task_size, "task_size");
+    // pread checks the range and returns at once; the transfers run on the pool.
+    auto future = handle->pread(view.ptr(), n, off, ts);
+    return {std::move(future), std::move(view), std::move(handle)};
+  }
+
+  std::size_t read(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    return pread(buf, size, file_offset, task_size).get();
+  }
+
+ private:
+  [[nodiscard]] std::shared_ptr<RemoteHandle> checked() const
+  {
+    if (!handle_) { throw nb::value_error("I/O operation on a closed RemoteFile"); }
+    return handle_;
+  }
+  std::shared_ptr<RemoteHandle> handle_;
+  std::size_t nbytes_;
+};
+
+/// Raises kvikio.remote_file.<name> (a RuntimeError subclass defined in Python, so that it
+/// is typed and documented there) with the message, the redacted URL and the HTTP status.
+void raise_remote_error(const char* name, const RemoteError& e)
+{
+  try {
+    nb::object cls = nb::module_::import_("kvikio.remote_file").attr(name);
+    nb::object exc = cls(e.what(), e.url(), e.http_status());
+    PyErr_SetObject(cls.ptr(), exc.ptr());
+  } catch (const std::exception&) {
+    // The class could not be made (the package half-imported?): keep the message at least.
+    PyErr_Clear();
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+}
+
 // ---- settings, by their Python names ----
 
 [[noreturn]] void bad_setting(const std::string& key, nb::handle value, const char* expected)
@@ -855,6 +962,157 @@ NB_MODULE(_lib, m)
     [](nb::handle buf) { return BufferView::from_object(buf, false).is_device(); },
     "buf"_a);
   m.def("pending_bindings", &wiring::pending);
+
+  // ---- remote files ----
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const RemoteTimeoutError& e) {
+      raise_remote_error("RemoteTimeoutError", e);
+    } catch (const RemoteTransportError& e) {
+      raise_remote_error("RemoteTransportError", e);
+    } catch (const RemoteHttpError& e) {
+      raise_remote_error("RemoteHttpError", e);
+    } catch (const RemoteRangeError& e) {
+      raise_remote_error("RemoteRangeError", e);
+    } catch (const RemoteTruncatedError& e) {
+      raise_remote_error("RemoteTruncatedError", e);
+    } catch (const RemoteError& e) {
+      raise_remote_error("RemoteError", e);
+    }
+  });
+
+  nb::enum_<RemoteEndpointType>(
+    m, "RemoteEndpointType", "The kinds of remote endpoint (AUTO: inferred from the URL).")
+    .value("AUTO", RemoteEndpointType::AUTO)
+    .value("S3", RemoteEndpointType::S3)
+    .value("S3_PUBLIC", RemoteEndpointType::S3_PUBLIC)
+    .value("S3_PRESIGNED_URL", RemoteEndpointType::S3_PRESIGNED_URL)
+    .value("WEBHDFS", RemoteEndpointType::WEBHDFS)
+    .value("HTTP", RemoteEndpointType::HTTP);
+
+  using OptStr = std::optional<std::string>;
+  nb::class_<Remote>(m, "RemoteFile", "A remote file (libkvikio's RemoteHandle).")
+    .def_static(
+      "open_http",
+      [](const std::string& url, nb::handle nbytes) {
+        return Remote::make([&] { return std::make_unique<HttpEndpoint>(url); }, nbytes);
+      },
+      "url"_a,
+      "nbytes"_a = nb::none())
+    .def_static(
+      "open_s3",
+      [](const std::string& bucket,
+         const std::string& object,
+         nb::handle nbytes,
+         OptStr region,
+         OptStr key,
+         OptStr secret,
+         OptStr endpoint_url,
+         OptStr token) {
+        return Remote::make(
+          [&] {
+            return std::make_unique<S3Endpoint>(
+              std::make_pair(bucket, object), region, key, secret, endpoint_url, token);
+          },
+          nbytes);
+      },
+      "bucket_name"_a,
+      "object_name"_a,
+      "nbytes"_a                = nb::none(),
+      "aws_region"_a            = nb::none(),
+      "aws_access_key_id"_a     = nb::none(),
+      "aws_secret_access_key"_a = nb::none(),
+      "aws_endpoint_url"_a      = nb::none(),
+      "aws_session_token"_a     = nb::none())
+    .def_static(
+      "open_s3_from_http_url",
+      [](const std::string& url,
+         nb::handle nbytes,
+         OptStr region,
+         OptStr key,
+         OptStr secret,
+         OptStr token) {
+        return Remote::make(
+          [&] { return std::make_unique<S3Endpoint>(url, region, key, secret, token); }, nbytes);
+      },
+      "url"_a,
+      "nbytes"_a                = nb::none(),
+      "aws_region"_a            = nb::none(),
+      "aws_access_key_id"_a     = nb::none(),
+      "aws_secret_access_key"_a = nb::none(),
+      "aws_session_token"_a     = nb::none())
+    .def_static(
+      "open_s3_from_s3_url",
+      [](const std::string& url,
+         nb::handle nbytes,
+         OptStr region,
+         OptStr key,
+         OptStr secret,
+         OptStr endpoint_url,
+         OptStr token) {
+        return Remote::make(
+          [&] {
+            return std::make_unique<S3Endpoint>(
+              S3Endpoint::parse_s3_url(url), region, key, secret, endpoint_url, token);
+          },
+          nbytes);
+      },
+      "url"_a,
+      "nbytes"_a                = nb::none(),
+      "aws_region"_a            = nb::none(),
+      "aws_access_key_id"_a     = nb::none(),
+      "aws_secret_access_key"_a = nb::none(),
+      "aws_endpoint_url"_a      = nb::none(),
+      "aws_session_token"_a     = nb::none())
+    .def_static(
+      "open_s3_public",
+      [](const std::string& url, nb::handle nbytes) {
+        return Remote::make([&] { return std::make_unique<S3PublicEndpoint>(url); }, nbytes);
+      },
+      "url"_a,
+      "nbytes"_a = nb::none())
+    .def_static(
+      "open_s3_presigned_url",
+      [](const std::string& url, nb::handle nbytes) {
+        return Remote::make([&] { return std::make_unique<S3EndpointWithPresignedUrl>(url); },
+                            nbytes);
+      },
+      "presigned_url"_a,
+      "nbytes"_a = nb::none())
+    .def_static(
+      "open_webhdfs",
+      [](const std::string& url, nb::handle nbytes) {
+        return Remote::make([&] { return std::make_unique<WebHdfsEndpoint>(url); }, nbytes);
+      },
+      "url"_a,
+      "nbytes"_a = nb::none())
+    .def_static("open",
+                &Remote::open,
+                "url"_a,
+                "remote_endpoint_type"_a = RemoteEndpointType::AUTO,
+                "allow_list"_a           = nb::none(),
+                "nbytes"_a               = nb::none())
+    .def("close", &Remote::close)
+    .def_prop_ro("closed", &Remote::closed)
+    .def("nbytes", &Remote::nbytes)
+    .def("remote_endpoint_type", &Remote::remote_endpoint_type)
+    .def("__str__", &Remote::str)
+    .def("pread",
+         &Remote::pread,
+         "buf"_a,
+         "size"_a        = nb::none(),
+         "file_offset"_a = 0,
+         "task_size"_a   = nb::none())
+    .def("read",
+         &Remote::read,
+         "buf"_a,
+         "size"_a        = nb::none(),
+         "file_offset"_a = 0,
+         "task_size"_a   = nb::none());
+  m.def(
+    "redact_url", [](const std::string& url) { return redact_url(url); }, "url"_a);
+  m.attr("remote_device_memory_supported") = wiring::remote_device_memory_supported;
 
   m.def("_plain_parallel_io",
         &plain_parallel_io,

@@ -54,9 +54,17 @@
 #define KVIKIO_PY_DEVICE_MEMORY KVIKIO_PY_HAS_BUFFER
 #endif
 
+// RemoteHandle reads into host memory only until detail::read_range_into
+// (src/remote/remote_handle.cpp) stages device pointers through pinned buffers; until then
+// Python refuses device buffers for RemoteFile. Define it to 1 when that is wired.
+#ifndef KVIKIO_PY_REMOTE_DEVICE_MEMORY
+#define KVIKIO_PY_REMOTE_DEVICE_MEMORY 0
+#endif
+
 namespace kvikio::python::wiring {
 
-inline constexpr bool device_memory_supported = KVIKIO_PY_DEVICE_MEMORY != 0;
+inline constexpr bool device_memory_supported        = KVIKIO_PY_DEVICE_MEMORY != 0;
+inline constexpr bool remote_device_memory_supported = KVIKIO_PY_REMOTE_DEVICE_MEMORY != 0;
 
 /// Names of the bindings still waiting for their C++ call.
 inline std::vector<std::string> pending()
@@ -64,6 +72,7 @@ inline std::vector<std::string> pending()
   std::vector<std::string> out;
   if (!KVIKIO_PY_HAS_BUFFER) { out.insert(out.end(), {"memory_register", "memory_deregister"}); }
   if (!KVIKIO_PY_DEVICE_MEMORY) { out.emplace_back("device_memory"); }
+  if (!KVIKIO_PY_REMOTE_DEVICE_MEMORY) { out.emplace_back("remote_device_memory"); }
   if (!KVIKIO_PY_HAS_STREAM) {
     // FileHandle::read_async/write_async come with stream.hpp. Until then Python
     // synchronizes the stream and does the IO on the calling thread, as libkvikio does in

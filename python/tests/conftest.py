@@ -85,3 +85,7 @@ def numba_cuda():
 @pytest.fixture
 def torch_cuda():
     return gpu_module("torch")
+
+
+# Loopback HTTP, WebHDFS and S3 (moto) servers for the remote tests (session-scoped).
+from remote_servers import http_server, remote_root, s3_env, s3_server, webhdfs_server  # noqa: E402,F401

@@ -77,12 +77,10 @@ def test_pending_bindings_are_listed():
     assert all(isinstance(p, str) for p in pending)
 
 
-def test_remote_file_gives_a_clear_error():
-    assert kvikio.is_remote_file_available() is False
-    with pytest.raises(RuntimeError, match="pending.*cannot open 'https://example.com/x'"):
-        kvikio.RemoteFile.open_http("https://example.com/x")
-    with pytest.raises(RuntimeError, match="s3://b/o"):
-        kvikio.RemoteFile.open_s3("b", "o")
+def test_remote_file_is_available():
+    # The behaviour itself is tested in test_remote.py against loopback servers.
+    assert kvikio.is_remote_file_available() is True
+    assert issubclass(kvikio.RemoteError, RuntimeError)
 
 
 def test_stubs_ship_with_the_package():

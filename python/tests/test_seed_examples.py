@@ -12,12 +12,18 @@ Where an example can run:
 - gpu: uses CuPy or Numba device memory -> runs where a GPU and a device-capable kvikio are;
 - driver: needs the cuFile driver properties -> runs where cuFile is usable;
 - zarr: the GDSStore example (GPU chunks) -> runs where zarr>=3 and a GPU are;
-- pending: RemoteFile comes with its own issue -> xfail, never counted;
+- remote: RemoteFile into host memory -> runs everywhere against the loopback servers
+  (python/tests/remote_servers.py): the example URLs are replaced by the local servers'
+  (``https://example.com/...`` -> range_server.py, ``http://namenode:9870/...`` ->
+  webhdfs_server.py), S3 goes to moto through AWS_ENDPOINT_URL and the other AWS_*
+  variables, and ``presigned_url`` is provided; the code is otherwise run as written;
+- remote-gpu: RemoteFile into CuPy memory -> also needs a GPU and remote device reads;
 - needs cudf: cudf is installed nowhere here -> skipped with that reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -73,7 +79,7 @@ def load_examples() -> list[tuple[str, str]]:
 
 def classify(code: str) -> str:
     if "RemoteFile" in code:
-        return "pending-remote"
+        return "remote-gpu" if "cp." in code else "remote"
     if "zarr" in code:
         return "zarr"
     if "cudf" in code:
@@ -93,8 +99,6 @@ def example_params():
     for example_id, code in EXAMPLES:
         kind = classify(code)
         marks = []
-        if kind == "pending-remote":
-            marks.append(pytest.mark.xfail(run=False, reason="pending: remote issue"))
         params.append(pytest.param(code, kind, id=f"{example_id}[{kind}]", marks=marks))
     return params
 
@@ -124,10 +128,12 @@ def require(kind: str):
         pytest.importorskip("cudf", reason="needs cudf (not installed here)")
     if kind == "zarr":
         pytest.importorskip("zarr", minversion="3", reason="needs zarr>=3 (not installed here)")
-    if kind in ("gpu", "zarr"):
+    if kind in ("gpu", "zarr", "remote-gpu"):
         from conftest import gpu_module
 
         gpu_module("cupy")
+    if kind == "remote-gpu" and not kvikio._lib.remote_device_memory_supported:
+        pytest.skip("needs remote reads into device memory: not wired in this build yet")
     if kind == "driver":
         if "cufile_driver" in kvikio._lib.pending_bindings():
             pytest.skip("needs the cuFile driver: its binding is not wired in this build")
@@ -138,8 +144,12 @@ def require(kind: str):
 
 
 @pytest.mark.parametrize("code,kind", example_params())
-def test_seed_example(code, kind, seed_data, tmp_path, monkeypatch):
+def test_seed_example(code, kind, seed_data, tmp_path, monkeypatch, request):
     require(kind)
+    remote_expected = None
+    anonymous = contextlib.nullcontext()
+    if kind.startswith("remote"):
+        code, remote_expected, anonymous = prepare_remote(code, request)
     for name in ("data.bin", "large_data.bin", "signal.bin"):
         (tmp_path / name).write_bytes((seed_data / name).read_bytes())
     monkeypatch.chdir(tmp_path)
@@ -150,8 +160,17 @@ def test_seed_example(code, kind, seed_data, tmp_path, monkeypatch):
         namespace["buf"] = np.empty(4096 * 1000, dtype=np.uint8)
     if "file_size" in code and "file_size =" not in code and "file_size()" not in code:
         namespace["file_size"] = os.path.getsize("large_data.bin")
+    if kind == "remote-gpu" and "cp." in code and "import cupy as cp" not in code:
+        import cupy
+
+        namespace["cp"] = cupy  # the WebHDFS snippet uses cp from the one before it
+    if "presigned_url" in code and "presigned_url =" not in code:
+        namespace["presigned_url"] = request.getfixturevalue("s3_server").presign(
+            "my-bucket", "data/file.bin"
+        )
     try:
-        exec(compile(code, "<seed example>", "exec"), namespace)
+        with anonymous:
+            exec(compile(code, "<seed example>", "exec"), namespace)
     except PermissionError as e:
         if "drop_system_page_cache" in code:
             pytest.skip(f"needs permission to drop the system page cache: {e}")
@@ -165,6 +184,59 @@ def test_seed_example(code, kind, seed_data, tmp_path, monkeypatch):
         if isinstance(f, kvikio.CuFile):
             f.close()
     check_results(code, namespace, tmp_path, seed_data)
+    if remote_expected is not None and "buf" in namespace:
+        check_remote_buffer(namespace["buf"], remote_expected)
+
+
+# The example's remote names, the local ones they are replaced with (None: kept, served by
+# moto through AWS_ENDPOINT_URL), and the served file each one reads.
+REMOTE_SOURCES = [
+    ("https://example.com/data.bin", "http:data.bin", "data.bin"),
+    ("https://example.com/file.bin", "http:file.bin", "file.bin"),
+    ("http://namenode:9870/path/to/file", "webhdfs:path/to/file", "path/to/file"),
+    ('"my-bucket", "data/file.bin"', None, "odd.bin"),
+    ("s3://my-bucket/data/file.bin", None, "odd.bin"),
+    ("s3://public-bucket/data.bin", None, "data.bin"),
+    ("presigned_url", None, "odd.bin"),  # presigned for my-bucket/data/file.bin
+    ('"my-bucket", "large-dataset.bin"', None, "data.bin"),
+    ("s3://bucket/object", None, "file.bin"),
+]
+
+
+def prepare_remote(code: str, request):
+    """The code with its URLs pointed at the loopback servers, the bytes of the object it
+    reads last, and the context to run it in (anonymous access on for public and presigned
+    S3, which moto serves only with IAM authentication off)."""
+    last, expected = -1, None
+    for name, local, served in REMOTE_SOURCES:
+        pos = code.rfind(name)
+        if pos < 0:
+            continue
+        root = request.getfixturevalue("remote_root")
+        if pos > last:
+            last, expected = pos, (root / served).read_bytes()
+        if local is None:
+            continue
+        kind, path = local.split(":", 1)
+        if kind == "http":
+            code = code.replace(name, request.getfixturevalue("http_server").url(path))
+        else:
+            code = code.replace(name, request.getfixturevalue("webhdfs_server").url(path))
+    anonymous = contextlib.nullcontext()
+    if "s3" in code.lower() or "presigned_url" in code:
+        s3 = request.getfixturevalue("s3_env")
+        if "open_s3_public" in code or "presigned_url" in code:
+            anonymous = s3.anonymous_access()
+    return code, expected, anonymous
+
+
+def check_remote_buffer(buf, expected: bytes) -> None:
+    """The buffer the example read into holds the start of the object it read last."""
+    host = buf.get() if hasattr(buf, "get") and not isinstance(buf, np.ndarray) else np.asarray(buf)
+    data = host.tobytes()
+    n = min(len(data), len(expected))
+    assert n > 0
+    assert data[:n] == expected[:n]
 
 
 def check_results(code: str, ns: dict, tmp_path: Path, seed_data: Path) -> None:

@@ -209,6 +209,10 @@ def main():
     args = p.parse_args()
     Handler.root = os.path.abspath(args.root)
     ThreadingHTTPServer.daemon_threads = True
+    # socketserver's default listen backlog is 5: more simultaneous connects (16 benchmark
+    # threads opening their connections at once) overflow it, and the kernel's SYN retry
+    # then stalls each one for a second.
+    ThreadingHTTPServer.request_queue_size = 128
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     if args.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
