@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <kvikio/device_memory.hpp>
 #include <kvikio/remote_handle.hpp>
 
 #include "core/task_split.hpp"
@@ -660,4 +661,51 @@ TEST_F(RemoteHttp, EveryFailureKindKeepsSecretsOutOfItsMessage)
       }
     }
   }
+}
+
+// Device memory: through the stand-in driver in CI (ctest remote.device_standin), through
+// the real one on the GPU machine. Skipped, with the reason, where there is no device.
+TEST_F(RemoteHttp, ReadsIntoDeviceMemoryThroughTheBounceBufferByteForByte)
+{
+  if (kvikio::device_count() == 0) {
+    GTEST_SKIP() << "needs a CUDA device (or the stand-in driver)";
+  }
+  test::ScopedSettings restore;
+  defaults::set_num_threads(4);
+  defaults::set_bounce_buffer_size(64 * 1024);  // many rounds through both halves
+  auto h                   = RemoteHandle::open(url());
+  const std::size_t guard  = 4096;
+  const std::size_t offset = 12345;
+  const std::size_t size   = data_.size() - offset - 11;
+  DeviceBuffer device(size + 2 * guard);
+  const std::vector<char> poison(device.size(), '\x5a');
+  device.copy_from_host(poison.data(), poison.size());
+  auto* dst = static_cast<char*>(device.data()) + guard;
+
+  EXPECT_EQ(h.pread(dst, size, offset, 100'000).get(), size);
+  std::vector<char> got(device.size());
+  device.copy_to_host(got.data(), got.size());
+  ASSERT_TRUE(std::equal(got.begin() + guard, got.begin() + guard + size, data_.begin() + offset));
+  EXPECT_TRUE(std::all_of(got.begin(), got.begin() + guard, [](char c) { return c == '\x5a'; }));
+  EXPECT_TRUE(std::all_of(got.end() - guard, got.end(), [](char c) { return c == '\x5a'; }));
+
+  device.copy_from_host(poison.data(), poison.size());
+  EXPECT_EQ(h.read(dst, 70'001, 4095), 70'001U);
+  device.copy_to_host(got.data(), got.size());
+  ASSERT_TRUE(std::equal(got.begin() + guard, got.begin() + guard + 70'001, data_.begin() + 4095));
+  EXPECT_EQ(got[guard + 70'001], '\x5a');
+}
+
+TEST_F(RemoteHttp, DeviceRangePastItsAllocationIsRejectedBeforeAnyRequest)
+{
+  if (kvikio::device_count() == 0) {
+    GTEST_SKIP() << "needs a CUDA device (or the stand-in driver)";
+  }
+  auto h = RemoteHandle::open(url());
+  DeviceBuffer device(1000);
+  const auto before = requests();
+  KVIKIO_EXPECT_THROW_WITH(h.read(device.data(), 1001, 0), std::out_of_range, "1001");
+  KVIKIO_EXPECT_THROW_WITH(
+    h.pread(static_cast<char*>(device.data()) + 10, 995, 0), std::out_of_range, "data.bin");
+  EXPECT_EQ(requests(), before);
 }

@@ -58,7 +58,7 @@
 // (src/remote/remote_handle.cpp) stages device pointers through pinned buffers; until then
 // Python refuses device buffers for RemoteFile. Define it to 1 when that is wired.
 #ifndef KVIKIO_PY_REMOTE_DEVICE_MEMORY
-#define KVIKIO_PY_REMOTE_DEVICE_MEMORY 0
+#define KVIKIO_PY_REMOTE_DEVICE_MEMORY 1
 #endif
 
 namespace kvikio::python::wiring {

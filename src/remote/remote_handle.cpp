@@ -6,32 +6,74 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "core/parallel_io.hpp"
+#include "device/bounce_buffer.hpp"
+#include "device/pointer.hpp"
+#include "remote/staging.hpp"
 #include "remote/transfer.hpp"
+#include "shim/cuda_api.hpp"
 
 namespace kvikio {
 namespace detail {
 
-// Reads one range into `buf`. This is the one place where the destination's memory kind
-// matters. Host memory: the sink copies each network piece straight into place.
-//
-// Device memory (to wire once src/device/ has pointer inspection and its pinned bounce-buffer
-// pool): if `buf` is a device pointer, make the sink a StagingSink (remote/staging.hpp) over
-// two pinned buffers from the pool, whose flush enqueues cuMemcpyHtoDAsync(buf + dest_offset)
-// on the thread's stream and records the slot's event, and whose wait synchronises on that
-// event; call its finish() after fetch_range returns (and on error, before the buffers go
-// back to the pool). The network transfer then overlaps the copies, and memory stays at two
-// bounce buffers per pool thread.
+// Reads one range into `buf`, described by `info`. This is the one place where the
+// destination's memory kind matters. Memory the CPU can write (host, pinned, managed): the
+// sink copies each network piece straight into place. Device memory: the pieces are packed
+// into the two halves of a pooled pinned bounce buffer, and each full half is copied to the
+// device on this thread's stream while the network fills the other half.
 std::size_t read_range_into(RemoteEndpoint& endpoint,
+                            const PointerInfo& info,
                             void* buf,
                             std::size_t size,
                             std::size_t file_offset)
 {
-  char* dst      = static_cast<char*>(buf);
-  Sink host_sink = [dst, pos = std::size_t{0}](const char* data, std::size_t n) mutable {
-    std::memcpy(dst + pos, data, n);
-    pos += n;
+  char* dst = static_cast<char*>(buf);
+  if (info.host_accessible()) {
+    Sink host_sink = [dst, pos = std::size_t{0}](const char* data, std::size_t n) mutable {
+      std::memcpy(dst + pos, data, n);
+      pos += n;
+    };
+    return fetch_range(endpoint, file_offset, size, host_sink);
+  }
+  const std::string what = "reading " + redact_url(endpoint.url()) + " into device memory";
+  const auto& api        = *cuda_api_or_throw(what);
+  ContextGuard guard(info.context);
+  CUstream stream = thread_stream(info.context);
+  BounceBuffer bounce;
+  const std::size_t half = bounce.size() / 2;
+  // The copies run at PCIe speed, an order of magnitude faster than the network, so waiting
+  // on the whole stream (rather than on one slot's event) costs little.
+  auto wait_for_copies = [&](int) {
+    cuda_check(api.StreamSynchronize(stream), "cuStreamSynchronize", what);
   };
-  return fetch_range(endpoint, file_offset, size, host_sink);
+  StagingSink staging(
+    bounce.data(),
+    bounce.data() + half,
+    half,
+    [&](int, const char* staged, std::size_t n, std::size_t dest_offset) {
+      cuda_check(
+        api.MemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst + dest_offset), staged, n, stream),
+        "cuMemcpyHtoDAsync",
+        what);
+    },
+    wait_for_copies);
+  Sink sink = [&staging](const char* data, std::size_t n) { staging(data, n); };
+  try {
+    fetch_range(endpoint, file_offset, size, sink);
+  } catch (...) {
+    // The bounce buffer goes back to the pool on the way out: no copy may still read it.
+    api.StreamSynchronize(stream);
+    throw;
+  }
+  return staging.finish();
+}
+
+/// Inspects the destination of a read of `size` bytes; rejects device ranges that run past
+/// their allocation before any request is sent.
+PointerInfo destination_info(void* buf, std::size_t size, const std::string& url)
+{
+  auto info = get_pointer_info(buf);
+  check_device_range(info, buf, size, "read of " + std::to_string(size) + " bytes from " + url);
+  return info;
 }
 
 }  // namespace detail
@@ -172,10 +214,11 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
   }
   // One range request per task_size piece, in order on this thread: http_timeout bounds a
   // request, so an unbounded request would turn a large, healthy read into a timeout.
+  const auto info  = detail::destination_info(buf, size, redact_url(endpoint_->url()));
   std::size_t done = 0;
   for (const auto& t : detail::split_into_tasks(size, file_offset, defaults::task_size())) {
     done += detail::read_range_into(
-      *endpoint_, static_cast<char*>(buf) + t.buf_offset, t.size, t.file_offset);
+      *endpoint_, info, static_cast<char*>(buf) + t.buf_offset, t.size, t.file_offset);
   }
   return done;
 }
@@ -198,8 +241,9 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
   // Tasks hold the endpoint, so a handle moved or destroyed early cannot pull it from them.
   std::shared_ptr<RemoteEndpoint> endpoint = endpoint_;
   char* base                               = static_cast<char*>(buf);
-  auto op = [endpoint, base, file_offset](const detail::TaskRange& t) -> std::size_t {
-    return detail::read_range_into(*endpoint, base + t.buf_offset, t.size, t.file_offset);
+  const auto info = detail::destination_info(buf, size, redact_url(endpoint_->url()));
+  auto op         = [endpoint, info, base](const detail::TaskRange& t) -> std::size_t {
+    return detail::read_range_into(*endpoint, info, base + t.buf_offset, t.size, t.file_offset);
   };
   return detail::parallel_io(op, size, file_offset, task_size);
 }
