@@ -16,13 +16,16 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/device_memory.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/file_utils.hpp>
@@ -40,7 +43,7 @@ struct Options {
   unsigned int threads{std::max(1U, std::thread::hardware_concurrency())};
   std::size_t task_size{defaults::task_size()};
   bool direct_io{false};
-  std::string memory{"host"};
+  std::string memory{"auto"};
   unsigned int repetitions{3};
   std::string file;
   bool json{false};
@@ -57,7 +60,8 @@ const char* usage =
   "  --threads N           IO threads, for us and for the limit (default: all cores)\n"
   "  --task-size BYTES     piece size of a parallel request (default: KVIKIO_TASK_SIZE)\n"
   "  --direct-io           O_DIRECT for us and for the limit (default: page cache)\n"
-  "  --memory host         kind of memory to read into and write from\n"
+  "  --memory auto|host|device   memory to read into and write from (default: device when\n"
+  "                        a CUDA device is usable, else host)\n"
   "  --repetitions N       timed runs of each operation (default 3; the median counts)\n"
   "  --file PATH           file to use (default: a temporary file here, removed after)\n"
   "  --keep-file           keep the file afterwards\n"
@@ -84,8 +88,9 @@ Options parse(int argc, char** argv, int first)
       o.direct_io = true;
     } else if (*name == "memory") {
       o.memory = args.value();
-      if (o.memory != "host") {
-        throw std::invalid_argument("--memory: '" + o.memory + "' is not supported (host)");
+      if (o.memory != "host" && o.memory != "device" && o.memory != "auto") {
+        throw std::invalid_argument("--memory: '" + o.memory +
+                                    "' is not one of auto, host, device");
       }
     } else if (*name == "repetitions") {
       o.repetitions = static_cast<unsigned int>(parse_count(*name, args.value()));
@@ -198,11 +203,68 @@ double median(std::vector<double> v)
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+/// The memory one run moves data through. Ours reads into and writes from `ours_dst` /
+/// `ours_src` (host or device memory); the limit loop moves the same bytes through host memory
+/// of the kind the data must pass through anyway: the same pageable buffers for host memory,
+/// pinned memory for device memory (whose extra hop, the PCIe copy, is timed on its own).
+class BenchBuffers {
+ public:
+  BenchBuffers(std::size_t size, bool device) : size_(size), expected_(size), host_dst_(size)
+  {
+    fill_random(expected_.data.get(), size);
+    if (!device) {
+      ours_src_ = limit_src_ = expected_.data.get();
+      ours_dst_ = limit_dst_ = host_dst_.data.get();
+      return;
+    }
+    pinned_.emplace(size);
+    device_src_.emplace(size);
+    device_dst_.emplace(size);
+    std::memcpy(pinned_->data(), expected_.data.get(), size);
+    device_src_->copy_from_host(pinned_->data(), size);
+    ours_src_  = static_cast<char*>(device_src_->data());
+    ours_dst_  = static_cast<char*>(device_dst_->data());
+    limit_src_ = limit_dst_ = static_cast<char*>(pinned_->data());
+  }
+
+  [[nodiscard]] bool device() const noexcept { return device_src_.has_value(); }
+  [[nodiscard]] char* ours_src() const noexcept { return ours_src_; }
+  [[nodiscard]] char* ours_dst() const noexcept { return ours_dst_; }
+  [[nodiscard]] char* limit_src() const noexcept { return limit_src_; }
+  [[nodiscard]] char* limit_dst() const noexcept { return limit_dst_; }
+
+  /// Overwrites what a read must fill, so that a check afterwards proves the read wrote it.
+  void poison_destination()
+  {
+    std::memset(host_dst_.data.get(), 0xA5, size_);
+    if (device()) { device_dst_->copy_from_host(host_dst_.data.get(), size_); }
+  }
+  /// True when the read destination holds the bytes that were written.
+  bool destination_matches()
+  {
+    if (device()) { device_dst_->copy_to_host(host_dst_.data.get(), size_); }
+    return std::memcmp(host_dst_.data.get(), expected_.data.get(), size_) == 0;
+  }
+  /// Seconds for one pinned host -> device copy of every byte (device memory only).
+  double time_host_to_device_copy()
+  {
+    return seconds_of([&] { device_dst_->copy_from_host(pinned_->data(), size_); });
+  }
+
+ private:
+  std::size_t size_;
+  HostBuffer expected_, host_dst_;
+  std::optional<PinnedBuffer> pinned_;
+  std::optional<DeviceBuffer> device_src_, device_dst_;
+  char *ours_src_{}, *ours_dst_{}, *limit_src_{}, *limit_dst_{};
+};
+
 struct Result {
   std::string op;
   double ours_gbps;
   double limit_gbps;
-  std::vector<double> ours_runs, limit_runs;
+  double pcie_gbps;  // device reads only: the pinned host -> device copy of the same bytes
+  std::vector<double> ours_runs, limit_runs, pcie_runs;
 };
 
 void progress(const std::string& line) { std::cerr << "[kvikio bench] " << line << std::endl; }
@@ -255,99 +317,133 @@ int run_bench(int argc, char** argv, int first)
   defaults::set_auto_direct_io_read(o.direct_io);
   defaults::set_auto_direct_io_write(o.direct_io);
 
+  const bool device = o.memory == "device" || (o.memory == "auto" && device_count() > 0);
+  o.memory          = device ? "device" : "host";
   progress("file " + o.file + ", " + format_bytes(static_cast<double>(o.size)) + ", " +
            std::to_string(o.threads) + " threads, task size " +
            format_bytes(static_cast<double>(o.task_size)) + ", " + o.memory + " memory, " +
            (o.direct_io ? "Direct IO" : "page cache"));
-  HostBuffer src(o.size), dst(o.size);
-  fill_random(src.data.get(), o.size);
+  BenchBuffers buffers(o.size, device);
 
   const int plain_flags = o.direct_io ? O_DIRECT : 0;
   // Lay the file down once, untimed, so that both sides overwrite an existing file.
   {
     FileHandle f(o.file, "w");
-    f.pwrite(src.data.get(), o.size, 0).get();
+    f.pwrite(buffers.ours_src(), o.size, 0).get();
   }
+  const double gb = static_cast<double>(o.size) / 1e9;
   std::vector<Result> results;
   for (const auto& op : o.ops) {
     const bool write = op == "write";
-    Result r{op, 0, 0, {}, {}};
+    Result r{op, 0, 0, 0, {}, {}, {}};
     if (!write && !o.direct_io) {
       progress("warming the page cache");
       FileHandle f(o.file, "r");
-      f.pread(dst.data.get(), o.size, 0).get();
+      f.pread(buffers.ours_dst(), o.size, 0).get();
     }
     for (unsigned int rep = 1; rep <= o.repetitions; ++rep) {
       progress(op + " " + std::to_string(rep) + "/" + std::to_string(o.repetitions));
-      if (!write) { std::memset(dst.data.get(), 0, o.size); }
+      const bool check = !write && rep == 1;
+      if (check) { buffers.poison_destination(); }
       r.ours_runs.push_back(seconds_of([&] {
         FileHandle f(o.file, write ? "r+" : "r");
         if (write) {
-          f.pwrite(src.data.get(), o.size, 0).get();
+          f.pwrite(buffers.ours_src(), o.size, 0).get();
         } else {
-          f.pread(dst.data.get(), o.size, 0).get();
+          f.pread(buffers.ours_dst(), o.size, 0).get();
         }
       }));
-      if (!write && std::memcmp(src.data.get(), dst.data.get(), o.size) != 0) {
+      if (check && !buffers.destination_matches()) {
         throw Error("benchmark read back different bytes than were written to " + o.file);
       }
       r.limit_runs.push_back(seconds_of([&] {
         int fd = ::open(o.file.c_str(), (write ? O_WRONLY : O_RDONLY) | plain_flags);
         if (fd < 0) { throw GenericSystemError("cannot open " + o.file); }
-        plain_parallel_io(write, fd, write ? src.data.get() : dst.data.get(), o.size, o);
+        plain_parallel_io(write, fd, write ? buffers.limit_src() : buffers.limit_dst(), o.size, o);
         ::close(fd);
       }));
+      if (!write && device) { r.pcie_runs.push_back(buffers.time_host_to_device_copy()); }
     }
-    const double gb = static_cast<double>(o.size) / 1e9;
-    r.ours_gbps     = gb / median(r.ours_runs);
-    r.limit_gbps    = gb / median(r.limit_runs);
+    r.ours_gbps  = gb / median(r.ours_runs);
+    r.limit_gbps = gb / median(r.limit_runs);
+    r.pcie_gbps  = r.pcie_runs.empty() ? 0 : gb / median(r.pcie_runs);
     results.push_back(r);
   }
+  // The pinned memory the bounce buffers took, against the bound the design promises.
+  const auto peak_pinned  = bounce_buffer_stats().peak_pinned_bytes;
+  const auto pinned_bound = static_cast<std::size_t>(o.threads) * defaults::bounce_buffer_size();
 
   if (o.json) {
     std::printf(
       "{\"file\": \"%s\", \"size\": %zu, \"threads\": %u, \"task_size\": %zu, "
-      "\"direct_io\": %s, \"memory\": \"%s\", \"repetitions\": %u, \"results\": [",
+      "\"direct_io\": %s, \"memory\": \"%s\", \"repetitions\": %u, "
+      "\"peak_pinned_bytes\": %zu, \"pinned_bound_bytes\": %zu, \"results\": [",
       o.file.c_str(),
       o.size,
       o.threads,
       o.task_size,
       o.direct_io ? "true" : "false",
       o.memory.c_str(),
-      o.repetitions);
+      o.repetitions,
+      peak_pinned,
+      pinned_bound);
     for (std::size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
-      std::printf(
-        "%s{\"op\": \"%s\", \"kvikio_gbps\": %.3f, \"limit_gbps\": %.3f, \"ratio\": %.3f}",
-        i ? ", " : "",
-        r.op.c_str(),
-        r.ours_gbps,
-        r.limit_gbps,
-        r.ours_gbps / r.limit_gbps);
+      std::printf("%s{\"op\": \"%s\", \"kvikio_gbps\": %.3f, \"limit_gbps\": %.3f, \"ratio\": %.3f",
+                  i ? ", " : "",
+                  r.op.c_str(),
+                  r.ours_gbps,
+                  r.limit_gbps,
+                  r.ours_gbps / r.limit_gbps);
+      if (r.pcie_gbps > 0) {
+        std::printf(", \"pcie_copy_gbps\": %.3f, \"ratio_to_pcie\": %.3f",
+                    r.pcie_gbps,
+                    r.ours_gbps / r.pcie_gbps);
+      }
+      std::printf("}");
     }
     std::printf("]}\n");
-  } else {
-    std::printf("%-8s %-8s %14s %20s %8s\n", "op", "memory", "kvikio GB/s", "limit GB/s", "ratio");
-    for (const auto& r : results) {
-      std::printf("%-8s %-8s %14.2f %13.2f (%s) %7.2fx\n",
+    return 0;
+  }
+  const char* via = device ? " into pinned" : "";
+  std::printf("%-8s %-8s %12s   %-34s %7s\n", "op", "memory", "kvikio GB/s", "limit GB/s", "ratio");
+  for (const auto& r : results) {
+    const std::string limit_name =
+      std::string(r.op == "read" ? "pread" : "pwrite") +
+      (device ? (r.op == "read" ? " into pinned" : " from pinned") : "");
+    std::printf("%-8s %-8s %12.2f   %7.2f %-26s %6.2fx\n",
+                r.op.c_str(),
+                o.memory.c_str(),
+                r.ours_gbps,
+                r.limit_gbps,
+                ("(" + limit_name + ")").c_str(),
+                r.ours_gbps / r.limit_gbps);
+    if (r.pcie_gbps > 0) {
+      std::printf("%-8s %-8s %12.2f   %7.2f %-26s %6.2fx\n",
                   r.op.c_str(),
                   o.memory.c_str(),
                   r.ours_gbps,
-                  r.limit_gbps,
-                  r.op == "read" ? "pread" : "pwrite",
-                  r.ours_gbps / r.limit_gbps);
+                  r.pcie_gbps,
+                  "(pinned->device copy)",
+                  r.ours_gbps / r.pcie_gbps);
     }
-    std::printf(
-      "(%s, %u threads, task size %s, %s, median of %u; limit = plain parallel %s loop "
-      "over the same file and memory)\n",
-      format_bytes(static_cast<double>(o.size)).c_str(),
-      o.threads,
-      format_bytes(static_cast<double>(o.task_size)).c_str(),
-      o.direct_io ? "O_DIRECT" : "page cache",
-      o.repetitions,
-      o.ops.size() > 1     ? "pread/pwrite"
-      : o.ops[0] == "read" ? "pread"
-                           : "pwrite");
+  }
+  std::printf(
+    "(%s, %u threads, task size %s, %s, median of %u; limit = plain parallel pread/pwrite loop "
+    "over the same file%s)\n",
+    format_bytes(static_cast<double>(o.size)).c_str(),
+    o.threads,
+    format_bytes(static_cast<double>(o.task_size)).c_str(),
+    o.direct_io ? "O_DIRECT" : "page cache",
+    o.repetitions,
+    via);
+  if (device) {
+    std::printf("peak pinned bounce-buffer memory: %s (bound: %u threads x %s = %s)%s\n",
+                format_bytes(static_cast<double>(peak_pinned)).c_str(),
+                o.threads,
+                format_bytes(static_cast<double>(defaults::bounce_buffer_size())).c_str(),
+                format_bytes(static_cast<double>(pinned_bound)).c_str(),
+                peak_pinned <= pinned_bound ? "" : "  OVER THE BOUND");
   }
   return 0;
 }

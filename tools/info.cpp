@@ -2,7 +2,12 @@
 
 #include <cstdio>
 
+#include <string>
+
+#include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/device_memory.hpp>
+#include <kvikio/shim.hpp>
 #include <kvikio/version.hpp>
 
 #include "options.hpp"
@@ -33,8 +38,21 @@ int run_info(int argc, char** argv, int first)
     return 2;
   }
   std::printf("kvikio %s\n\n", KVIKIO_VERSION_STRING);
-  std::printf("compat mode resolves to: %s\n\n",
-              defaults::is_compat_mode_preferred() ? "POSIX (compat mode on)" : "cuFile");
+  std::printf("libraries:\n");
+  for (const auto& lib : library_status()) {
+    std::printf(
+      "  %-10s %-4s %s\n", lib.library.c_str(), lib.loaded ? "yes" : "no", lib.reason.c_str());
+  }
+  std::printf("\nCUDA devices: %d\n", device_count());
+  // cuFile can be usable without GPUDirect Storage proper: libcufile then runs its own
+  // compatibility mode (no nvidia-fs kernel module), which is what users most often ask about.
+  std::printf("GPUDirect Storage (nvidia-fs): %s\n",
+              get_driver_properties().is_gds_available() ? "available" : "not available");
+  std::printf("compat mode %s resolves to: %s\n\n",
+              std::string(to_string(defaults::compat_mode())).c_str(),
+              defaults::is_compat_mode_preferred()
+                ? "POSIX (with pinned bounce buffers for device memory)"
+                : "cuFile");
   std::printf("settings:\n");
   std::printf("  %-22s %-28s %-24s %s\n", "name", "environment variable", "value", "source");
   for (const auto& s : defaults::list()) {

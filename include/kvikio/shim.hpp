@@ -9,7 +9,7 @@
 
 namespace kvikio {
 
-/// One library: `library` is "libcuda" or "libcufile", `path` what was passed to dlopen,
+/// One library: `library` is "libcuda", "libcufile" or "libcurl" (linked, always loaded), `path` what was passed to dlopen,
 /// `loaded` whether it is usable (for libcufile: loaded and its driver opened), `reason`
 /// either why not ("library missing: ...", "symbol missing: ...", "driver failed to open:
 /// ...") or what was loaded.
@@ -20,7 +20,7 @@ struct LibraryStatus {
   std::string reason;
 };
 
-/// Both libraries' status (loading them on first call; opens the cuFile driver if it can).
+/// The libraries' status (loading them on first call; opens the cuFile driver if it can).
 /// Thread safe; never throws for a missing library. Shown by `kvikio info`.
 std::vector<LibraryStatus> library_status();
 

@@ -2,6 +2,7 @@
 
 #include <kvikio/shim.hpp>
 
+#include "remote/curl_status.hpp"
 #include "shim/cuda_api.hpp"
 #include "shim/cufile_api.hpp"
 
@@ -32,6 +33,7 @@ std::vector<LibraryStatus> library_status()
   return {
     {"libcuda", cuda.path(), cuda.available(), cuda.reason()},
     {"libcufile", cufile.path(), cufile_ok, cufile_detail},
+    {"libcurl", "libcurl.so.4", true, detail::libcurl_description()},
   };
 }
 
