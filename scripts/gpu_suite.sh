@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# Builds kvikio on the GPU machine and runs the whole C++ suite (host tests, the device tests
-# against the stand-in driver and against the real GPU) in both cuFile states:
-#   A: as the machine comes (cuFileHandleRegister fails without a udev database: AUTO must
-#      fall back to POSIX per file, OFF must raise);
-#   B: with the udev fix of GPU.md (registration works: the cuFile path is exercised).
-# Then the device-memory benchmark (4 GiB file, 16 threads). Logs go to $OUT; a short table
-# is printed last.
+# Everything that needs a GPU, in one call on the GPU machine (see shared GPU.md):
+#   1. builds the C++ library, tests and tool, and the Python package, for that machine;
+#   2. runs the GPU C++ tests in both cuFile states:
+#        no_udev: as the machine comes (cuFileHandleRegister fails without a udev database:
+#                 AUTO must fall back to POSIX per file, OFF must raise);
+#        udev:    with GPU.md's udev fix (registration works: the cuFile path runs);
+#      plus the remote reads into device memory;
+#   3. runs the whole pytest suite (CuPy, Numba, PyTorch buffers, zarr with GPU buffers);
+#   4. benchmarks: kvikio bench --memory device (4 GiB, 16 threads, hot page cache, POSIX
+#      pipeline and cuFile; cold Direct IO), the Python-layer overhead and the zarr read.
+# Logs go to $OUT; a short table is printed last. Every step has a time limit, so the
+# summary always comes back.
 #
-# usage: OUT=/some/dir [GTEST_SRC=/path/to/googletest] scripts/gpu_suite.sh
+# What that machine lacks travels in git-ignored folders named in the device tool's carry:
+#   .deps/root       curl headers: apt-get download libcurl4-openssl-dev; dpkg -x *.deb root
+#   .gpu-deps/googletest   GoogleTest source (apt-get download googletest; dpkg -x)
+#   .whl             wheels for zarr>=3 and what it needs, and pytest-asyncio
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$SRC/gpu-out}
@@ -16,44 +24,54 @@ JOBS=$(nproc)
 SUMMARY=$OUT/summary.txt
 : > "$SUMMARY"
 note() { echo "$*" | tee -a "$SUMMARY"; }
+export PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=$JOBS
 
 # Build where O_DIRECT works (not tmpfs): the tests create their files in the build tree.
-BUILD=${BUILD:-/tmp/kvikio-gpu-build}
-if [ "$(stat -f -c %T /tmp 2>/dev/null)" = "tmpfs" ]; then BUILD=$SRC/build-gpu; fi
+BUILD=${BUILD:-/var/tmp/kvikio-gpu-build}
 mkdir -p "$BUILD"
-
 {
-  date; uname -a; nvidia-smi; df -h "$BUILD" /tmp; lsblk; findmnt -T "$BUILD"
-  ls -l /usr/local/cuda/lib64/libcufile* 2>&1; ldconfig -p | grep -E 'libcuda|libcufile'
+  date; nvidia-smi; df -h "$BUILD"; lsblk; findmnt -T "$BUILD"
+  ldconfig -p | grep -E 'libcuda|libcufile|libcurl'
 } > "$OUT/env.log" 2>&1
 
-# GoogleTest: installed, or built from source (carried, or /usr/src/googletest).
+# --- what the machine lacks ---------------------------------------------------------------
+CURL_ARGS=()
+if [ ! -f /usr/include/curl/curl.h ] && [ -d "$SRC/.deps/root" ]; then
+  CURL_ARGS=(-DCURL_INCLUDE_DIR="$SRC/.deps/root/usr/include/x86_64-linux-gnu"
+             -DCURL_LIBRARY=/usr/lib/x86_64-linux-gnu/libcurl.so.4)
+fi
 PREFIX_PATH=""
 if ! ls /usr/lib/x86_64-linux-gnu/cmake/GTest/GTestConfig.cmake > /dev/null 2>&1; then
-  GTEST_SRC=${GTEST_SRC:-/usr/src/googletest}
-  if [ ! -f "$GTEST_SRC/CMakeLists.txt" ]; then
-    note "FATAL: no GoogleTest (set GTEST_SRC to its source)"; exit 1
-  fi
-  cmake -S "$GTEST_SRC" -B /tmp/gtest-build -DCMAKE_INSTALL_PREFIX=/tmp/gtest \
-    -DBUILD_GMOCK=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 &&
-    cmake --build /tmp/gtest-build -j"$JOBS" --target install >> "$OUT/build.log" 2>&1 ||
-    { note "FATAL: GoogleTest build failed"; tail -30 "$OUT/build.log"; exit 1; }
+  GTEST_SRC=${GTEST_SRC:-$SRC/.gpu-deps/googletest}
+  [ -f "$GTEST_SRC/CMakeLists.txt" ] || GTEST_SRC=/usr/src/googletest
+  { cmake -S "$GTEST_SRC" -B /tmp/gtest-build -DCMAKE_INSTALL_PREFIX=/tmp/gtest -DBUILD_GMOCK=OFF \
+      -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/gtest-build --target install; } \
+    > "$OUT/build.log" 2>&1 || { note "FATAL: GoogleTest build failed"; tail -30 "$OUT/build.log"; exit 1; }
   PREFIX_PATH=/tmp/gtest
 fi
-
-GEN=""
-command -v ninja > /dev/null && GEN="-G Ninja"
-t0=$(date +%s)
-# shellcheck disable=SC2086
-if ! { cmake -S "$SRC" -B "$BUILD" $GEN -DKVIKIO_WARNINGS_AS_ERRORS=ON \
-         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$PREFIX_PATH" \
-         -DCMAKE_CXX_FLAGS="-Wno-error=dangling-reference" &&
-       cmake --build "$BUILD" -j"$JOBS"; } >> "$OUT/build.log" 2>&1; then
-  note "FATAL: build failed"; tail -40 "$OUT/build.log"; exit 1
+if [ -d "$SRC/.whl" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site "$SRC"/.whl/*.whl >> "$OUT/build.log" 2>&1
+  export PYTHONPATH=/tmp/site
 fi
-note "build: ok in $(( $(date +%s) - t0 )) s, $(grep -c 'warning:' "$OUT/build.log") warnings (GCC 13 dangling-reference kept as warnings)"
 
-# The device the build tree lives on, for the udev fix.
+# --- 1. build ------------------------------------------------------------------------------
+t0=$(date +%s)
+if ! { cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+         -DCMAKE_PREFIX_PATH="$PREFIX_PATH" \
+         "${CURL_ARGS[@]}" && cmake --build "$BUILD"; } >> "$OUT/build.log" 2>&1; then
+  note "FATAL: C++ build failed"; tail -40 "$OUT/build.log"; exit 1
+fi
+note "C++ build: ok in $(( $(date +%s) - t0 )) s"
+t0=$(date +%s)
+export CMAKE_ARGS="${CURL_ARGS[*]}"
+if (cd "$SRC" && timeout 240 python3 -m pip install --no-build-isolation --no-deps -q .) > "$OUT/install.log" 2>&1; then
+  note "Python package: installed in $(( $(date +%s) - t0 )) s"
+else
+  note "Python package: FAILED to install (see install.log)"; tail -20 "$OUT/install.log"
+fi
+
+# --- 2. C++ GPU tests in both cuFile states -----------------------------------------------
 DEV=$(findmnt -no MAJ:MIN -T "$BUILD" | head -1)
 udev_fix() {
   mkdir -p /run/udev/data
@@ -62,43 +80,42 @@ udev_fix() {
   done
 }
 udev_unfix() { for d in "$DEV" 254:0; do rm -f "/run/udev/data/b$d"; done; }
-
-run_suite() {  # $1: state name
-  local log=$OUT/ctest_$1.log
-  # Each test process pays the CUDA and cuFile driver start (about 3 s there): run many.
-  # SUITE_CTEST_ARGS narrows the run (e.g. "-L gpu"); by default everything runs.
-  # shellcheck disable=SC2086
-  (cd "$BUILD" && timeout 400 ctest -j"$JOBS" --output-on-failure --timeout 120 ${SUITE_CTEST_ARGS:-}) > "$log" 2>&1
+run_ctest() {  # $1: log name, $2: time limit, rest: ctest selection
+  local name=$1 limit=$2; shift 2
+  (cd "$BUILD" && timeout "$limit" ctest -j"$JOBS" --output-on-failure --timeout 120 "$@") > "$OUT/ctest_$name.log" 2>&1
   local rc=$?
-  local line passed failed skipped
-  line=$(grep -E 'tests passed' "$log" | tail -1)
-  skipped=$(grep -c -- '(Skipped)' "$log")
-  failed=$(sed -n '/The following tests FAILED/,$p' "$log" | grep -c -E '^\s+[0-9]+ - ')
-  note "ctest [$1]: rc=$rc  $line  skipped=$skipped  failed=$failed"
-  # Per group of tests: passed / skipped (GPU tests skip visibly without a GPU).
-  local group
-  for group in "gpu\\." "standin\\." "shim\\."; do
-    local p k
-    p=$(grep -E "Test +#[0-9]+: $group" "$log" | grep -c ' Passed ')
-    k=$(grep -E "Test +#[0-9]+: $group" "$log" | grep -c 'Skipped')
-    note "   ${group%%\\*}: passed=$p skipped=$k"
-  done
-  sed -n '/The following tests FAILED/,$p' "$log" | grep -E '^\s+[0-9]+ - ' | head -20 | tee -a "$SUMMARY"
-  [ -f "$BUILD/tests/cufile.log" ] && tail -20 "$BUILD/tests/cufile.log" > "$OUT/cufile_$1.log"
+  note "ctest $name: rc=$rc $(grep -E 'tests passed' "$OUT/ctest_$name.log" | tail -1) skipped=$(grep -c -- '(Skipped)' "$OUT/ctest_$name.log")"
+  sed -n '/The following tests FAILED/,$p' "$OUT/ctest_$name.log" | grep -E '^\s+[0-9]+ - ' | head -10 | tee -a "$SUMMARY"
 }
-
 udev_unfix
-run_suite no_udev
+run_ctest gpu_no_udev 100 -L gpu
 udev_fix
-run_suite udev
+run_ctest gpu_udev 100 -L gpu
+run_ctest remote_device 60 -R 'RemoteHttp.*Device'
 
-# Benchmark: 4 GiB, 16 threads, with the udev fix in place (so the cuFile row runs too).
-BENCH_FILE=$BUILD/bench-4g.bin
-(cd "$BUILD" && timeout 300 ./tests/kvikio_device_bench "$BENCH_FILE" 4096 16) > "$OUT/bench.log" 2>&1
-note "bench: rc=$?"
-rm -f "$BENCH_FILE"
+# --- 3. Python suite ----------------------------------------------------------------------
+(cd "$SRC" && timeout 200 python3 -m pytest python/tests -q -rsx -p no:cacheprovider) > "$OUT/pytest.log" 2>&1
+note "pytest: rc=$? $(tail -1 "$OUT/pytest.log")"
+
+# --- 4. benchmarks ------------------------------------------------------------------------
+cd "$BUILD"
+KVIKIO=$BUILD/tools/kvikio
+timeout 120 env KVIKIO_COMPAT_MODE=ON "$KVIKIO" bench --memory device --size 4GiB --threads 16 \
+  --repetitions 3 > "$OUT/bench_posix.txt" 2>> "$OUT/bench.err"
+timeout 60 "$KVIKIO" bench --memory device --size 1GiB --threads 16 --repetitions 1 \
+  --ops read > "$OUT/bench_cufile.txt" 2>> "$OUT/bench.err"
+timeout 90 env KVIKIO_COMPAT_MODE=ON "$KVIKIO" bench --memory device --size 4GiB --threads 16 \
+  --repetitions 2 --direct-io --ops read > "$OUT/bench_cold.txt" 2>> "$OUT/bench.err"
+"$KVIKIO" info > "$OUT/info.txt" 2>&1
+timeout 60 python3 -m kvikio.benchmarks.overhead > "$OUT/overhead.txt" 2>> "$OUT/bench.err"
+timeout 150 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.zarr_io --size 4GiB --chunk 64MiB \
+  --threads 16 --repetitions 2 > "$OUT/zarr.txt" 2>> "$OUT/bench.err"
 
 echo
 echo "================ summary ================"
 cat "$SUMMARY"
-grep -E '^RESULT|^lib' "$OUT/bench.log" | sed 's/^RESULT //'
+sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
+for f in bench_posix bench_cufile bench_cold overhead zarr; do
+  echo "--- $f"; cat "$OUT/$f.txt"
+done
+tail -5 "$OUT/bench.err"
