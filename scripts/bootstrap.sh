@@ -8,7 +8,10 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git rsync
               libgtest-dev libgmock-dev clang-format python3 python3-pip python3-venv
               libcurl4-openssl-dev openssl nginx-light python3-dev)
-PIP_PACKAGES=("moto[server]>=5" boto3)
+# nvidia-cufile: cufile.h (types and prototypes only; libcufile is loaded at run time).
+PIP_PACKAGES=(nvidia-cufile "moto[server]>=5" boto3)
+# cuda.h: from the CUDA toolkit where there is one, else from the nvidia-cuda-runtime wheel.
+[ -f /usr/local/cuda/include/cuda.h ] || PIP_PACKAGES+=(nvidia-cuda-runtime)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
