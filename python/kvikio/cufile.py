@@ -185,11 +185,10 @@ class CuFile:
 
         The read runs after the work queued on the stream before it, and work queued after
         it sees the data. Call ``check_bytes_done()`` on the result to wait for it and get
-        the bytes read. Device buffers use libkvikio's stream-ordered IO; host buffers (and
-        builds without it) wait for the stream, then read on this thread."""
-        native = getattr(self._handle, "raw_read_async", None)
-        if native is not None and _lib.is_device_buffer(buf):
-            return native(buf, stream_handle(stream), size, file_offset, dev_offset)
+        the bytes read. Device buffers use libkvikio's stream-ordered IO; host buffers wait
+        for the stream, then read on this thread."""
+        if _lib.is_device_buffer(buf):
+            return self._handle.raw_read_async(buf, stream_handle(stream), size, file_offset, dev_offset)
         _synchronize(stream)
         return IOFutureStream(self._handle.raw_read(buf, size, file_offset, dev_offset))
 
@@ -202,9 +201,8 @@ class CuFile:
         dev_offset: int = 0,
     ) -> Any:
         """Write ordered on CUDA ``stream``; see :meth:`raw_read_async`."""
-        native = getattr(self._handle, "raw_write_async", None)
-        if native is not None and _lib.is_device_buffer(buf):
-            return native(buf, stream_handle(stream), size, file_offset, dev_offset)
+        if _lib.is_device_buffer(buf):
+            return self._handle.raw_write_async(buf, stream_handle(stream), size, file_offset, dev_offset)
         _synchronize(stream)
         return IOFutureStream(self._handle.raw_write(buf, size, file_offset, dev_offset))
 

@@ -178,17 +178,6 @@ def test_cuda_array_interface_checks(tmp_path, random_bytes):
             f.read(FakeCudaArray(base), size=65)
 
 
-@pytest.mark.skipif(
-    kvikio._lib.device_memory_supported,
-    reason="this build takes device memory: a fake device pointer would reach the CUDA path",
-)
-def test_device_memory_refused_without_cuda_support(tmp_path, random_bytes):
-    path = tmp_path / "f.bin"
-    write_file(path, random_bytes(100))
-    with kvikio.CuFile(path, "r") as f, pytest.raises(RuntimeError, match="device memory"):
-        f.read(FakeCudaArray(np.zeros(64, dtype=np.uint8)))
-
-
 def test_raw_read_write_with_dev_offset(tmp_path, random_bytes):
     data = random_bytes(9000)
     path = tmp_path / "f.bin"
