@@ -272,7 +272,7 @@ class File {
                        nb::handle file_offset,
                        nb::handle dev_offset)
   {
-    auto view             = BufferView::from_object(buf, /*writable=*/true);
+    auto view             = device_view(buf, /*writable=*/true, "raw_read");
     const std::size_t bo  = to_size(dev_offset, "dev_offset");
     const std::size_t n   = request_size(view, size, bo, "dev_offset");
     const std::size_t off = to_size(file_offset, "file_offset");
@@ -286,7 +286,7 @@ class File {
                         nb::handle file_offset,
                         nb::handle dev_offset)
   {
-    auto view            = BufferView::from_object(buf, /*writable=*/false);
+    auto view            = device_view(buf, /*writable=*/false, "raw_write");
     const std::size_t bo = to_size(dev_offset, "dev_offset");
     const std::size_t n  = request_size(view, size, bo, "dev_offset");
     const std::size_t off =
@@ -321,7 +321,7 @@ class File {
                            nb::handle file_offset,
                            nb::handle dev_offset)
   {
-    auto view            = BufferView::from_object(buf, /*writable=*/!write);
+    auto view = device_view(buf, /*writable=*/!write, write ? "raw_write_async" : "raw_read_async");
     const std::size_t bo = to_size(dev_offset, "dev_offset");
     const std::size_t n  = request_size(view, size, bo, "dev_offset");
     const off_t off      = to_off_t(to_size(file_offset, "file_offset"), "file_offset");
@@ -356,6 +356,23 @@ class File {
   }
 
  private:
+  /// The buffer of a raw_* call. Those are libkvikio's device-memory calls: a host buffer is
+  /// refused (ValueError naming the method, file and buffer) rather than quietly taking
+  /// another path; read/write and pread/pwrite are the calls for host memory.
+  [[nodiscard]] BufferView device_view(nb::handle buf, bool writable, const char* method) const
+  {
+    auto view = BufferView::from_object(buf, writable);
+    if (!view.is_device()) {
+      throw nb::value_error(("CuFile." + std::string(method) + " of '" + path_ +
+                             "' takes device memory only (CuPy, Numba or a CUDA DLPack tensor), "
+                             "got host memory (" +
+                             view.type_name() +
+                             "): use read/write or pread/pwrite for host buffers")
+                              .c_str());
+    }
+    return view;
+  }
+
   /// The handle, shared with the caller for the length of its call (taken with the GIL
   /// held, so close() in another thread cannot pull it away).
   [[nodiscard]] std::shared_ptr<FileHandle> checked() const
@@ -791,7 +808,11 @@ NB_MODULE(_lib, m)
          "Wait for the IO (GIL released); return the bytes moved or raise its error.")
     .def("done", &IOFuture::done, "True when the IO has finished.");
 
-  nb::class_<StreamIOFuture>(m, "StreamIOFuture", "The result of a stream-ordered read/write.")
+  nb::class_<StreamIOFuture>(m,
+                             "StreamIOFuture",
+                             "The result of a stream-ordered read/write (raw_read_async, "
+                             "raw_write_async): check_bytes_done() waits for the stream and "
+                             "returns the bytes moved or raises the IO's error.")
     .def("check_bytes_done", &StreamIOFuture::check_bytes_done);
 
   auto file_class = nb::class_<File>(m, "FileHandle", "A local file (libkvikio's FileHandle).");
