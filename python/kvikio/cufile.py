@@ -27,35 +27,10 @@ __all__ = [
 ]
 
 
-class IOFutureStream:
-    """The result of :meth:`CuFile.raw_read_async`/:meth:`CuFile.raw_write_async`.
-
-    ``check_bytes_done()`` returns the bytes moved once the stream has reached the IO."""
-
-    def __init__(self, nbytes: int) -> None:
-        self._nbytes = nbytes
-
-    def check_bytes_done(self) -> int:
-        return self._nbytes
-
-
-def _synchronize(stream: Any) -> None:
-    """Waits for the work queued on ``stream`` (a stream object or a CUstream handle)."""
-    sync = getattr(stream, "synchronize", None)
-    if callable(sync):
-        sync()
-        return
-    handle = stream_handle(stream)
-    try:
-        import cupy
-    except ImportError:
-        if handle == 0:
-            return  # no CUDA library in this process: nothing can be queued on a stream
-        raise RuntimeError(
-            f"cannot synchronize CUDA stream {handle:#x}: pass the stream object "
-            "(CuPy, Numba or PyTorch) rather than its handle"
-        ) from None
-    cupy.cuda.runtime.streamSynchronize(handle)
+IOFutureStream = _lib.StreamIOFuture
+"""The result of :meth:`CuFile.raw_read_async`/:meth:`CuFile.raw_write_async`:
+``check_bytes_done()`` waits for the stream to reach the IO and returns the bytes moved (or
+raises the IO's error). It holds the buffer until dropped."""
 
 
 class CuFile:
@@ -68,7 +43,8 @@ class CuFile:
     Buffers may be NumPy arrays or anything with the buffer protocol, CuPy/Numba arrays
     (``__cuda_array_interface__``) or DLPack tensors (PyTorch). ``size`` defaults to the
     whole buffer and must fit in it; offsets and sizes must not be negative
-    (``OverflowError``). Reading past the end of the file raises ``RuntimeError``.
+    (``OverflowError``). Reading past the end of the file raises ``RuntimeError``. The
+    ``raw_*`` methods take device memory only.
     """
 
     def __init__(self, file: PathLike, flags: str = "r") -> None:
@@ -151,7 +127,9 @@ class CuFile:
         """Like :meth:`pwrite` but blocking; returns the bytes written."""
         return self._handle.write(buf, size, file_offset, task_size)
 
-    # -- single-call IO -----------------------------------------------------------------
+    # -- single-call IO on device memory --------------------------------------------------
+    # Like libkvikio, these take device memory only: a host buffer raises ValueError naming
+    # the method (read/write and pread/pwrite are the calls for host memory).
     def raw_read(
         self,
         buf: Any,
@@ -159,8 +137,8 @@ class CuFile:
         file_offset: int = 0,
         dev_offset: int = 0,
     ) -> int:
-        """Read with one call on this thread (no task splitting) into ``buf`` at byte
-        ``dev_offset``; blocking."""
+        """Read with one call on this thread (no task splitting) into device buffer ``buf``
+        at byte ``dev_offset``; blocking. Host buffers raise ``ValueError``."""
         return self._handle.raw_read(buf, size, file_offset, dev_offset)
 
     def raw_write(
@@ -170,7 +148,8 @@ class CuFile:
         file_offset: Optional[int] = None,
         dev_offset: int = 0,
     ) -> int:
-        """Write with one call on this thread from ``buf`` at byte ``dev_offset``; blocking."""
+        """Write with one call on this thread from device buffer ``buf`` at byte
+        ``dev_offset``; blocking. Host buffers raise ``ValueError``."""
         return self._handle.raw_write(buf, size, file_offset, dev_offset)
 
     def raw_read_async(
@@ -180,18 +159,14 @@ class CuFile:
         size: Optional[int] = None,
         file_offset: int = 0,
         dev_offset: int = 0,
-    ) -> Any:
-        """Read ordered on CUDA ``stream`` (a CuPy/Numba/PyTorch stream or a handle).
+    ) -> IOFutureStream:
+        """Read into device buffer ``buf`` ordered on CUDA ``stream`` (a CuPy/Numba/PyTorch
+        stream or a handle).
 
         The read runs after the work queued on the stream before it, and work queued after
         it sees the data. Call ``check_bytes_done()`` on the result to wait for it and get
-        the bytes read. Device buffers use libkvikio's stream-ordered IO; host buffers (and
-        builds without it) wait for the stream, then read on this thread."""
-        native = getattr(self._handle, "raw_read_async", None)
-        if native is not None and _lib.is_device_buffer(buf):
-            return native(buf, stream_handle(stream), size, file_offset, dev_offset)
-        _synchronize(stream)
-        return IOFutureStream(self._handle.raw_read(buf, size, file_offset, dev_offset))
+        the bytes read. Host buffers raise ``ValueError``."""
+        return self._handle.raw_read_async(buf, stream_handle(stream), size, file_offset, dev_offset)
 
     def raw_write_async(
         self,
@@ -200,13 +175,10 @@ class CuFile:
         size: Optional[int] = None,
         file_offset: int = 0,
         dev_offset: int = 0,
-    ) -> Any:
-        """Write ordered on CUDA ``stream``; see :meth:`raw_read_async`."""
-        native = getattr(self._handle, "raw_write_async", None)
-        if native is not None and _lib.is_device_buffer(buf):
-            return native(buf, stream_handle(stream), size, file_offset, dev_offset)
-        _synchronize(stream)
-        return IOFutureStream(self._handle.raw_write(buf, size, file_offset, dev_offset))
+    ) -> IOFutureStream:
+        """Write from device buffer ``buf`` ordered on CUDA ``stream``; see
+        :meth:`raw_read_async`."""
+        return self._handle.raw_write_async(buf, stream_handle(stream), size, file_offset, dev_offset)
 
 
 def _file_arg(file: Any) -> Union[str, int]:

@@ -94,11 +94,11 @@ def _region(aws_region_name: Optional[str], kwargs: dict[str, Any], who: str) ->
 class RemoteFile:
     """A read-only remote file, opened with one of the ``open*`` class methods.
 
-    ``nbytes()`` is known once opened (no request). ``read``/``pread`` take anything with the
-    buffer protocol (NumPy arrays, bytearray); ``size`` defaults to the whole buffer. Device
-    buffers (CuPy, ...) raise ``RuntimeError`` until this build's remote reads support device
-    memory (``kvikio._lib.remote_device_memory_supported``). Usable as a context manager;
-    ``close()`` is idempotent and reads already queued still complete.
+    ``nbytes()`` is known once opened (no request). ``read``/``pread`` take host buffers
+    (anything with the buffer protocol: NumPy arrays, bytearray) and device buffers (CuPy,
+    Numba, DLPack tensors; staged through pinned bounce buffers); ``size`` defaults to the
+    whole buffer. Usable as a context manager; ``close()`` is idempotent and reads already
+    queued still complete.
     """
 
     def __init__(self, handle: Any) -> None:

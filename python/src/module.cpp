@@ -21,6 +21,7 @@
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <nanobind/nanobind.h>
@@ -29,7 +30,10 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/buffer.hpp>
 #include <kvikio/compat_mode.hpp>
+#include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
@@ -37,10 +41,10 @@
 #include <kvikio/hdfs.hpp>
 #include <kvikio/mmap.hpp>
 #include <kvikio/remote_handle.hpp>
+#include <kvikio/stream.hpp>
 #include <kvikio/version.hpp>
 
 #include "buffer.hpp"
-#include "wiring.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -83,16 +87,6 @@ std::optional<std::size_t> to_opt_size(nb::handle value, const char* what)
   return to_size(value, what);
 }
 
-/// Refuses device memory while the library cannot take it (see wiring.hpp).
-void require_supported(const BufferView& view)
-{
-  if (view.is_device() && !wiring::device_memory_supported) {
-    throw kvikio::Error("device memory (" + view.type_name() +
-                        ") is not supported by this kvikio build: its C++ library has no CUDA "
-                        "support");
-  }
-}
-
 /// The byte count of a request: `size`, or the whole buffer; checked against the buffer.
 std::size_t request_size(const BufferView& view,
                          nb::handle size,
@@ -107,10 +101,7 @@ std::size_t request_size(const BufferView& view,
                             .c_str());
   }
   const std::size_t room = view.nbytes() - buf_offset;
-  if (!n) {
-    require_supported(view);
-    return room;
-  }
+  if (!n) { return room; }
   if (*n > room) {
     std::string where = offset_name == nullptr
                           ? ""
@@ -120,7 +111,6 @@ std::size_t request_size(const BufferView& view,
                            where)
                             .c_str());
   }
-  require_supported(view);
   return *n;
 }
 
@@ -182,7 +172,6 @@ class IOFuture {
   std::size_t result_{0};
 };
 
-#if KVIKIO_PY_HAS_STREAM
 /// The result of a stream-ordered read/write of device memory (libkvikio's StreamFuture).
 /// Holds the buffer and the argument block until destroyed.
 class StreamIOFuture {
@@ -210,7 +199,6 @@ off_t to_off_t(std::size_t v, const char* what)
   }
   return static_cast<off_t>(v);
 }
-#endif
 
 class File {
  public:
@@ -284,7 +272,7 @@ class File {
                        nb::handle file_offset,
                        nb::handle dev_offset)
   {
-    auto view             = BufferView::from_object(buf, /*writable=*/true);
+    auto view             = device_view(buf, /*writable=*/true, "raw_read");
     const std::size_t bo  = to_size(dev_offset, "dev_offset");
     const std::size_t n   = request_size(view, size, bo, "dev_offset");
     const std::size_t off = to_size(file_offset, "file_offset");
@@ -298,7 +286,7 @@ class File {
                         nb::handle file_offset,
                         nb::handle dev_offset)
   {
-    auto view            = BufferView::from_object(buf, /*writable=*/false);
+    auto view            = device_view(buf, /*writable=*/false, "raw_write");
     const std::size_t bo = to_size(dev_offset, "dev_offset");
     const std::size_t n  = request_size(view, size, bo, "dev_offset");
     const std::size_t off =
@@ -308,7 +296,6 @@ class File {
     return handle->write(view.ptr(), n, off, bo);
   }
 
-#if KVIKIO_PY_HAS_STREAM
   /// Stream-ordered IO of device memory on CUstream `stream` (see FileHandle::read_async).
   StreamIOFuture raw_read_async(nb::handle buf,
                                 std::uintptr_t stream,
@@ -334,7 +321,7 @@ class File {
                            nb::handle file_offset,
                            nb::handle dev_offset)
   {
-    auto view            = BufferView::from_object(buf, /*writable=*/!write);
+    auto view = device_view(buf, /*writable=*/!write, write ? "raw_write_async" : "raw_read_async");
     const std::size_t bo = to_size(dev_offset, "dev_offset");
     const std::size_t n  = request_size(view, size, bo, "dev_offset");
     const off_t off      = to_off_t(to_size(file_offset, "file_offset"), "file_offset");
@@ -349,7 +336,6 @@ class File {
     }
     return {std::move(future), std::move(view)};
   }
-#endif
 
   /// `iterations` times pread(buf, size, file_offset).get() from C++, GIL released; returns
   /// the seconds taken. The reference for the Python-layer overhead benchmark.
@@ -359,7 +345,6 @@ class File {
                         std::size_t iterations)
   {
     auto view = BufferView::from_object(buf, true);
-    require_supported(view);
     if (size > view.nbytes()) { throw nb::value_error("size is larger than the buffer"); }
     auto handle = checked();
     nb::gil_scoped_release release;
@@ -371,6 +356,23 @@ class File {
   }
 
  private:
+  /// The buffer of a raw_* call. Those are libkvikio's device-memory calls: a host buffer is
+  /// refused (ValueError naming the method, file and buffer) rather than quietly taking
+  /// another path; read/write and pread/pwrite are the calls for host memory.
+  [[nodiscard]] BufferView device_view(nb::handle buf, bool writable, const char* method) const
+  {
+    auto view = BufferView::from_object(buf, writable);
+    if (!view.is_device()) {
+      throw nb::value_error(("CuFile." + std::string(method) + " of '" + path_ +
+                             "' takes device memory only (CuPy, Numba or a CUDA DLPack tensor), "
+                             "got host memory (" +
+                             view.type_name() +
+                             "): use read/write or pread/pwrite for host buffers")
+                              .c_str());
+    }
+    return view;
+  }
+
   /// The handle, shared with the caller for the length of its call (taken with the GIL
   /// held, so close() in another thread cannot pull it away).
   [[nodiscard]] std::shared_ptr<FileHandle> checked() const
@@ -416,7 +418,6 @@ class Mmap {
     auto view     = BufferView::from_object(buf, true);
     auto handle   = checked();
     auto [n, off] = checked_range(*handle, view, size, offset);
-    require_supported(view);
     nb::gil_scoped_release release;
     return handle->read(view.ptr(), n, off);
   }
@@ -426,7 +427,6 @@ class Mmap {
     auto view     = BufferView::from_object(buf, true);
     auto handle   = checked();
     auto [n, off] = checked_range(*handle, view, size, offset);
-    require_supported(view);
     const std::size_t ts =
       task_size.is_none() ? defaults::task_size() : to_size(task_size, "task_size");
     auto future = handle->pread(view.ptr(), n, off, ts);
@@ -468,18 +468,6 @@ class Mmap {
 };
 
 // ---- remote files (RemoteHandle) ----
-
-/// Refuses device memory while RemoteHandle cannot take it (see wiring.hpp): its reads copy
-/// the network data with memcpy, which would crash on a device pointer.
-void require_remote_supported(const BufferView& view, const RemoteHandle& handle)
-{
-  if (view.is_device() && !wiring::remote_device_memory_supported) {
-    throw kvikio::Error("RemoteFile: reading " + redact_url(handle.endpoint().url()) +
-                        " into device memory (" + view.type_name() +
-                        ") is not supported by this kvikio build yet: use host memory "
-                        "(e.g. a NumPy array) and copy it to the device");
-  }
-}
 
 /// A remote file: a RemoteHandle shared with the reads running on it.
 class Remote {
@@ -530,9 +518,8 @@ class Remote {
 
   IOFuture pread(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
-    auto view   = BufferView::from_object(buf, /*writable=*/true);
-    auto handle = checked();
-    require_remote_supported(view, *handle);
+    auto view             = BufferView::from_object(buf, /*writable=*/true);
+    auto handle           = checked();
     const std::size_t n   = request_size(view, size);
     const std::size_t off = to_size(file_offset, "file_offset");
     const std::size_t ts =
@@ -722,6 +709,23 @@ void defaults_set(const std::string& key, nb::handle value)
   unknown_setting(key);
 }
 
+// ---- cuFile driver properties, by name ----
+
+/// The property as an integer (flags as 0 or 1; Python turns them back into bool).
+std::size_t driver_get(const std::string& name)
+{
+  auto value = cufile_driver::get(name);
+  if (const bool* flag = std::get_if<bool>(&value)) { return *flag ? 1 : 0; }
+  return std::get<std::size_t>(value);
+}
+
+/// `is_bool`: the property is a flag, given as 0 or 1.
+void driver_set(const std::string& name, std::size_t value, bool is_bool)
+{
+  cufile_driver::set(name,
+                     is_bool ? cufile_driver::Value{value != 0} : cufile_driver::Value{value});
+}
+
 // ---- benchmark helper: the machine's own limit ----
 
 /// `threads` plain threads taking `task_size` pieces off a shared counter, each moved with one
@@ -780,7 +784,6 @@ NB_MODULE(_lib, m)
   using namespace kvikio::python;
   m.doc()               = "Native half of the kvikio package (bindings to the C++ library).";
   m.attr("__version__") = KVIKIO_VERSION_STRING;
-  m.attr("device_memory_supported") = wiring::device_memory_supported;
 
   // std::system_error (kvikio::GenericSystemError) -> OSError(errno, message): Python picks
   // the subclass from errno (FileNotFoundError, PermissionError, IsADirectoryError, ...).
@@ -805,10 +808,12 @@ NB_MODULE(_lib, m)
          "Wait for the IO (GIL released); return the bytes moved or raise its error.")
     .def("done", &IOFuture::done, "True when the IO has finished.");
 
-#if KVIKIO_PY_HAS_STREAM
-  nb::class_<StreamIOFuture>(m, "StreamIOFuture", "The result of a stream-ordered read/write.")
+  nb::class_<StreamIOFuture>(m,
+                             "StreamIOFuture",
+                             "The result of a stream-ordered read/write (raw_read_async, "
+                             "raw_write_async): check_bytes_done() waits for the stream and "
+                             "returns the bytes moved or raises the IO's error.")
     .def("check_bytes_done", &StreamIOFuture::check_bytes_done);
-#endif
 
   auto file_class = nb::class_<File>(m, "FileHandle", "A local file (libkvikio's FileHandle).");
   file_class
@@ -864,7 +869,6 @@ NB_MODULE(_lib, m)
     .def(
       "_pread_get_loop", &File::pread_get_loop, "buf"_a, "size"_a, "file_offset"_a, "iterations"_a);
 
-#if KVIKIO_PY_HAS_STREAM
   file_class
     .def("raw_read_async",
          &File::raw_read_async,
@@ -880,7 +884,6 @@ NB_MODULE(_lib, m)
          "size"_a        = nb::none(),
          "file_offset"_a = 0,
          "dev_offset"_a  = 0);
-#endif
 
   nb::class_<Mmap>(m, "MmapHandle", "A read-only memory map of a file (libkvikio's MmapHandle).")
     .def(nb::init<const std::string&,
@@ -940,28 +943,37 @@ NB_MODULE(_lib, m)
     "memory_register",
     [](nb::handle buf) {
       auto view = BufferView::from_object(buf, false);
-      wiring::memory_register(view.ptr());
+      kvikio::memory_register(view.ptr());
     },
     "buf"_a);
   m.def(
     "memory_deregister",
     [](nb::handle buf) {
       auto view = BufferView::from_object(buf, false);
-      wiring::memory_deregister(view.ptr());
+      kvikio::memory_deregister(view.ptr());
     },
     "buf"_a);
-  m.def("stream_register", &wiring::stream_register, "stream"_a, "flags"_a);
-  m.def("stream_deregister", &wiring::stream_deregister, "stream"_a);
+  // `stream` is a CUstream handle (an integer in Python).
   m.def(
-    "bounce_buffer_free", &wiring::bounce_buffer_free, nb::call_guard<nb::gil_scoped_release>());
-  m.def("driver_is_gds_available", &wiring::driver_is_gds_available);
-  m.def("driver_get", &wiring::driver_get, "name"_a);
-  m.def("driver_set", &wiring::driver_set, "name"_a, "value"_a, "is_bool"_a);
+    "stream_register",
+    [](std::uintptr_t stream, unsigned int flags) {
+      kvikio::stream_register(reinterpret_cast<CUstream>(stream), flags);
+    },
+    "stream"_a,
+    "flags"_a);
+  m.def(
+    "stream_deregister",
+    [](std::uintptr_t stream) { kvikio::stream_deregister(reinterpret_cast<CUstream>(stream)); },
+    "stream"_a);
+  m.def(
+    "bounce_buffer_free", &kvikio::bounce_buffer_free, nb::call_guard<nb::gil_scoped_release>());
+  m.def("driver_is_gds_available", [] { return DriverProperties{}.is_gds_available(); });
+  m.def("driver_get", &driver_get, "name"_a);
+  m.def("driver_set", &driver_set, "name"_a, "value"_a, "is_bool"_a);
   m.def(
     "is_device_buffer",
     [](nb::handle buf) { return BufferView::from_object(buf, false).is_device(); },
     "buf"_a);
-  m.def("pending_bindings", &wiring::pending);
 
   // ---- remote files ----
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
@@ -1112,7 +1124,6 @@ NB_MODULE(_lib, m)
          "task_size"_a   = nb::none());
   m.def(
     "redact_url", [](const std::string& url) { return redact_url(url); }, "url"_a);
-  m.attr("remote_device_memory_supported") = wiring::remote_device_memory_supported;
 
   m.def("_plain_parallel_io",
         &plain_parallel_io,

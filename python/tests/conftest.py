@@ -55,26 +55,17 @@ def _gpu_module(name: str):
     return (mod, "") if ok else (None, f"{name} sees no CUDA device")
 
 
-def gpu_module(name: str, device_io: bool = True):
-    """The module, or a visible skip: without a GPU, or (with ``device_io``) when this
-    kvikio build cannot do IO on device memory."""
+def gpu_module(name: str):
+    """The module, or a visible skip without a GPU."""
     mod, reason = _gpu_module(name)
     if mod is None:
         pytest.skip(f"needs a GPU: {reason}")
-    if device_io and not kvikio._lib.device_memory_supported:
-        pytest.skip("needs a GPU build: this kvikio has no device-memory support yet")
     return mod
 
 
 @pytest.fixture
 def cupy():
     return gpu_module("cupy")
-
-
-@pytest.fixture
-def cupy_any():
-    """CuPy on a GPU, whether or not this build can do IO on device memory."""
-    return gpu_module("cupy", device_io=False)
 
 
 @pytest.fixture

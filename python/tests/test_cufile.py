@@ -152,7 +152,10 @@ def test_dlpack_buffers(tmp_path, random_bytes):
 
 
 class FakeCudaArray:
-    """A __cuda_array_interface__ over host memory, to test its parsing without a GPU."""
+    """A __cuda_array_interface__ over host memory, to test its parsing without a GPU.
+
+    The bindings take it for device memory; libkvikio asks CUDA what the pointer is, sees
+    host memory and does POSIX IO. So the device-only raw_read/raw_write can be run here."""
 
     def __init__(self, arr, readonly=False, strides=None):
         self.arr = arr
@@ -178,40 +181,36 @@ def test_cuda_array_interface_checks(tmp_path, random_bytes):
             f.read(FakeCudaArray(base), size=65)
 
 
-@pytest.mark.skipif(
-    kvikio._lib.device_memory_supported,
-    reason="this build takes device memory: a fake device pointer would reach the CUDA path",
-)
-def test_device_memory_refused_without_cuda_support(tmp_path, random_bytes):
-    path = tmp_path / "f.bin"
-    write_file(path, random_bytes(100))
-    with kvikio.CuFile(path, "r") as f, pytest.raises(RuntimeError, match="device memory"):
-        f.read(FakeCudaArray(np.zeros(64, dtype=np.uint8)))
-
-
 def test_raw_read_write_with_dev_offset(tmp_path, random_bytes):
     data = random_bytes(9000)
     path = tmp_path / "f.bin"
     with kvikio.CuFile(path, "w+") as f:
-        assert f.raw_write(data) == 9000
+        assert f.raw_write(FakeCudaArray(data)) == 9000
         out = np.zeros(9100, dtype=np.uint8)
-        assert f.raw_read(out, size=5000, file_offset=123, dev_offset=50) == 5000
+        dev = FakeCudaArray(out)
+        assert f.raw_read(dev, size=5000, file_offset=123, dev_offset=50) == 5000
         np.testing.assert_array_equal(out[50:5050], data[123:5123])
         assert not out[:50].any() and not out[5050:].any()
         with pytest.raises(ValueError, match="size 9100 is larger than the 9050 bytes.*dev_offset 50"):
-            f.raw_read(out, size=9100, dev_offset=50)
+            f.raw_read(dev, size=9100, dev_offset=50)
         with pytest.raises(ValueError, match="dev_offset 9101 is beyond"):
-            f.raw_read(out, dev_offset=9101)
+            f.raw_read(dev, dev_offset=9101)
 
 
-def test_raw_async_with_default_stream(tmp_path, random_bytes):
-    data = random_bytes(5000)
+@pytest.mark.parametrize("method", ["raw_read", "raw_write", "raw_read_async", "raw_write_async"])
+@pytest.mark.parametrize("kind", ["numpy.ndarray", "bytearray"])
+def test_raw_methods_refuse_host_memory(tmp_path, random_bytes, method, kind):
+    """raw_* are device-memory calls (as in libkvikio): host buffers are refused before any IO."""
+    data = random_bytes(1000)
     path = tmp_path / "f.bin"
-    with kvikio.CuFile(path, "w+") as f:
-        assert f.raw_write_async(data, None).check_bytes_done() == 5000
-        out = np.zeros_like(data)
-        assert f.raw_read_async(out, 0, size=4000, file_offset=1000).check_bytes_done() == 4000
-    np.testing.assert_array_equal(out[:4000], data[1000:])
+    write_file(path, data)
+    buf = bytearray(100) if kind == "bytearray" else np.zeros(100, dtype=np.uint8)
+    args = (buf, None) if method.endswith("_async") else (buf,)  # None: the default stream
+    expected = rf"CuFile\.{method} of '.*f\.bin' takes device memory only .*host memory \({kind}\)"
+    with kvikio.CuFile(path, "r+") as f, pytest.raises(ValueError, match=expected):
+        getattr(f, method)(*args, size=100, file_offset=0)
+    assert not any(buf)  # nothing was read into it
+    assert path.read_bytes() == data.tobytes()  # nor written from it
 
 
 def test_file_properties(tmp_path, random_bytes):
@@ -293,12 +292,14 @@ def test_read_past_end_raises_runtime_error(tmp_path, random_bytes):
         with pytest.raises(RuntimeError, match="f.bin"):
             f.pread(np.empty(50, dtype=np.uint8), file_offset=80).get()
         with pytest.raises(RuntimeError, match="f.bin"):
-            f.raw_read(np.empty(50, dtype=np.uint8), file_offset=80)
+            f.raw_read(FakeCudaArray(np.empty(50, dtype=np.uint8)), file_offset=80)
 
 
 @pytest.mark.parametrize("method", ["read", "pread", "write", "pwrite", "raw_read", "raw_write"])
 def test_negative_arguments_raise_overflow_error(tmp_path, method):
     buf = np.zeros(16, dtype=np.uint8)
+    if method.startswith("raw_"):
+        buf = FakeCudaArray(buf)  # device memory only
     with kvikio.CuFile(tmp_path / "f.bin", "w+") as f:
         fn = getattr(f, method)
         with pytest.raises(OverflowError, match="file_offset must not be negative, got -1"):
@@ -316,7 +317,7 @@ def test_negative_task_size_and_dev_offset(tmp_path):
         with pytest.raises(ValueError, match="task_size"):
             f.pwrite(buf, task_size=0)
         with pytest.raises(OverflowError, match="dev_offset must not be negative, got -2"):
-            f.raw_read(buf, dev_offset=-2)
+            f.raw_read(FakeCudaArray(buf), dev_offset=-2)
 
 
 def test_size_larger_than_buffer_is_refused_before_io(tmp_path, random_bytes):
@@ -411,7 +412,7 @@ def test_close_during_blocking_io_in_another_thread(tmp_path, random_bytes):
     def reader():
         for _ in range(20):
             try:
-                results.append(f.raw_read(out))
+                results.append(f.raw_read(FakeCudaArray(out)))
             except ValueError as e:
                 results.append(str(e))
 

@@ -1,4 +1,4 @@
-"""Page cache helpers, numpy helpers, registration calls, version, and pending features."""
+"""Page cache helpers, numpy helpers, registration calls and version."""
 
 from __future__ import annotations
 
@@ -69,12 +69,6 @@ def test_registration_calls_on_host_memory():
         kvikio.stream_register("not a stream", 0)
     with pytest.raises(OverflowError, match="-1"):
         kvikio.stream_deregister(-1)
-
-
-def test_pending_bindings_are_listed():
-    pending = kvikio._lib.pending_bindings()
-    assert isinstance(pending, list)
-    assert all(isinstance(p, str) for p in pending)
 
 
 def test_remote_file_is_available():

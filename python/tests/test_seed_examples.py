@@ -9,7 +9,7 @@ are provided, the code itself is not touched.
 
 Where an example can run:
 - host: NumPy/host memory only -> runs everywhere, CI included;
-- gpu: uses CuPy or Numba device memory -> runs where a GPU and a device-capable kvikio are;
+- gpu: uses CuPy or Numba device memory -> runs where a GPU is;
 - driver: needs the cuFile driver properties -> runs where cuFile is usable;
 - zarr: the GDSStore example (GPU chunks) -> runs where zarr>=3 and a GPU are;
 - remote: RemoteFile into host memory -> runs everywhere against the loopback servers
@@ -17,7 +17,7 @@ Where an example can run:
   (``https://example.com/...`` -> range_server.py, ``http://namenode:9870/...`` ->
   webhdfs_server.py), S3 goes to moto through AWS_ENDPOINT_URL and the other AWS_*
   variables, and ``presigned_url`` is provided; the code is otherwise run as written;
-- remote-gpu: RemoteFile into CuPy memory -> also needs a GPU and remote device reads;
+- remote-gpu: RemoteFile into CuPy memory -> also needs a GPU;
 - needs cudf: cudf is installed nowhere here -> skipped with that reason.
 """
 
@@ -132,11 +132,7 @@ def require(kind: str):
         from conftest import gpu_module
 
         gpu_module("cupy")
-    if kind == "remote-gpu" and not kvikio._lib.remote_device_memory_supported:
-        pytest.skip("needs remote reads into device memory: not wired in this build yet")
     if kind == "driver":
-        if "cufile_driver" in kvikio._lib.pending_bindings():
-            pytest.skip("needs the cuFile driver: its binding is not wired in this build")
         try:
             kvikio.cufile_driver.get("major_version")
         except RuntimeError as e:
