@@ -94,7 +94,7 @@ run_ctest gpu_udev 100 -L gpu
 run_ctest remote_device 60 -R 'RemoteHttp.*Device'
 
 # --- 3. Python suite ----------------------------------------------------------------------
-(cd "$SRC" && timeout 200 python3 -m pytest python/tests -q -rsx -p no:cacheprovider) > "$OUT/pytest.log" 2>&1
+(cd "$SRC" && timeout 150 python3 -m pytest python/tests -q -rsx -p no:cacheprovider) > "$OUT/pytest.log" 2>&1
 note "pytest: rc=$? $(tail -1 "$OUT/pytest.log")"
 
 # --- 4. benchmarks ------------------------------------------------------------------------
