@@ -25,6 +25,10 @@ SUMMARY=$OUT/summary.txt
 : > "$SUMMARY"
 note() { echo "$*" | tee -a "$SUMMARY"; }
 export PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=$JOBS
+# That machine's default compiler (CXX=/opt/gcc/bin/g++) links libstdc++ statically, so
+# libkvikio.so would carry and export a private libstdc++; a Python process that then loads
+# the system one (import cupy) crashes in its locale set-up. The system g++ links it shared.
+if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi
 
 # Build where O_DIRECT works (not tmpfs): the tests create their files in the build tree.
 BUILD=${BUILD:-/var/tmp/kvikio-gpu-build}

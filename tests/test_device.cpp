@@ -508,9 +508,12 @@ TEST_F(DeviceIO, BatchCancelReportsEveryOperation)
 TEST_F(DeviceIO, LibraryStatusReportsTheDriver)
 {
   auto status = kvikio::library_status();
-  ASSERT_EQ(status.size(), 2U);
+  ASSERT_EQ(status.size(), 3U);
   EXPECT_EQ(status[0].library, "libcuda");
   EXPECT_TRUE(status[0].loaded);
+  EXPECT_EQ(status[2].library, "libcurl");
+  EXPECT_TRUE(status[2].loaded);
+  EXPECT_NE(status[2].reason.find("libcurl"), std::string::npos) << status[2].reason;
   EXPECT_NE(status[0].reason.find("device"), std::string::npos) << status[0].reason;
   EXPECT_EQ(status[1].library, "libcufile");
   EXPECT_FALSE(status[1].reason.empty());
