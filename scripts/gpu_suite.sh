@@ -8,7 +8,8 @@
 #      plus the remote reads into device memory;
 #   3. runs the whole pytest suite (CuPy, Numba, PyTorch buffers, zarr with GPU buffers);
 #   4. benchmarks: kvikio bench --memory device (4 GiB, 16 threads, hot page cache, POSIX
-#      pipeline and cuFile; cold Direct IO), the Python-layer overhead and the zarr read.
+#      pipeline and cuFile; cold Direct IO), the Python-layer overhead and the zarr read;
+#   5. only with 2+ GPUs (nvidia-smi -L): the multi-GPU tests and kvikio bench --devices 0,1.
 # Logs go to $OUT; a short table is printed last. Every step has a time limit, so the
 # summary always comes back.
 #
@@ -115,11 +116,31 @@ timeout 60 python3 -m kvikio.benchmarks.overhead > "$OUT/overhead.txt" 2>> "$OUT
 timeout 150 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.zarr_io --size 4GiB --chunk 64MiB \
   --threads 16 --repetitions 2 > "$OUT/zarr.txt" 2>> "$OUT/bench.err"
 
+# --- 5. optional: several GPUs on one host (skipped on 1-GPU machines) --------------------
+# The gpu.multi.* tests also run (and skip visibly) in step 2 on one GPU; here, with 2 or
+# more, they run again in their own log in both cuFile states, and the bench reads one file
+# into a buffer on each of the first two GPUs at once (per-device and aggregate rows).
+NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
+MULTI_FILES=()
+if [ "$NGPU" -ge 2 ]; then
+  udev_unfix
+  run_ctest multi_gpu_no_udev 100 -R '^gpu\.multi\.'
+  udev_fix
+  run_ctest multi_gpu_udev 100 -R '^gpu\.multi\.'
+  timeout 120 env KVIKIO_COMPAT_MODE=ON "$KVIKIO" bench --memory device --devices 0,1 --size 4GiB \
+    --threads 16 --repetitions 3 > "$OUT/bench_multi_posix.txt" 2>> "$OUT/bench.err"
+  timeout 90 "$KVIKIO" bench --memory device --devices 0,1 --size 2GiB --threads 16 \
+    --repetitions 1 --ops read > "$OUT/bench_multi_cufile.txt" 2>> "$OUT/bench.err"
+  MULTI_FILES=(bench_multi_posix bench_multi_cufile)
+else
+  note "multi-GPU block: skipped ($NGPU GPU(s) listed by nvidia-smi -L)"
+fi
+
 echo
 echo "================ summary ================"
 cat "$SUMMARY"
 sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
-for f in bench_posix bench_cufile bench_cold overhead zarr; do
+for f in bench_posix bench_cufile bench_cold overhead zarr "${MULTI_FILES[@]}"; do
   echo "--- $f"; cat "$OUT/$f.txt"
 done
 tail -5 "$OUT/bench.err"

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -52,6 +53,7 @@ struct Options {
   std::string remote;  // --remote URL|local: see bench_remote.hpp
   std::string remote_server{"nginx"};
   bool size_given{false};
+  std::vector<int> devices;  // --devices: read into one buffer on each of these at once
 };
 
 const char* usage =
@@ -66,6 +68,13 @@ const char* usage =
   "  --file PATH           file to use (default: a temporary file here, removed after)\n"
   "  --keep-file           keep the file afterwards\n"
   "  --ops write,read      operations to run\n"
+  "  --devices LIST        device memory on several GPUs (e.g. 0,1): each listed device gets\n"
+  "                        its own --size buffer and the read issues one pread of the whole\n"
+  "                        file per device at once; reports each device (its bytes over the\n"
+  "                        time until its read completed) and the aggregate (all bytes over\n"
+  "                        the wall time) against a plain parallel pread loop reading the file\n"
+  "                        once per device into pinned memory. The write phase stays on the\n"
+  "                        first listed device\n"
   "  --json                print the results as one JSON object\n"
   "  --remote URL|local    read a remote object (http(s), s3://, WebHDFS) next to plain\n"
   "                        parallel curl; 'local' serves --size random bytes on loopback\n"
@@ -109,6 +118,24 @@ Options parse(int argc, char** argv, int first)
         }
         o.ops.push_back(op);
       }
+    } else if (*name == "devices") {
+      o.devices.clear();
+      const std::string list = args.value();
+      std::stringstream ss(list);
+      for (std::string item; std::getline(ss, item, ',');) {
+        if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos ||
+            item.size() > 6) {
+          throw std::invalid_argument("--devices: '" + item + "' in '" + list +
+                                      "' is not a device number");
+        }
+        const int d = std::stoi(item);
+        if (std::find(o.devices.begin(), o.devices.end(), d) != o.devices.end()) {
+          throw std::invalid_argument("--devices: device " + item + " is listed twice in '" + list +
+                                      "'");
+        }
+        o.devices.push_back(d);
+      }
+      if (o.devices.empty()) { throw std::invalid_argument("--devices: empty list"); }
     } else if (*name == "remote") {
       o.remote = args.value();
     } else if (*name == "remote-server") {
@@ -159,15 +186,20 @@ void fill_random(char* p, std::size_t n)
 
 /// The limit: `threads` plain threads taking task_size pieces off a shared counter and moving
 /// each with one pread/pwrite loop. No library code is involved.
-void plain_parallel_io(bool write, int fd, char* buf, std::size_t size, const Options& o)
+/// With `copies` > 1 the file is moved that many times over (each copy cut into the same
+/// pieces), as the multi-device read moves it once per device.
+void plain_parallel_io(
+  bool write, int fd, char* buf, std::size_t size, const Options& o, std::size_t copies = 1)
 {
+  const std::size_t pieces_per_copy = (size + o.task_size - 1) / o.task_size;
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
   auto worker = [&] {
     while (!failed) {
-      std::size_t begin = next.fetch_add(o.task_size);
-      if (begin >= size) { return; }
-      std::size_t end = std::min(size, begin + o.task_size);
+      const std::size_t piece = next.fetch_add(1);
+      if (piece >= pieces_per_copy * copies) { return; }
+      std::size_t begin = (piece % pieces_per_copy) * o.task_size;
+      std::size_t end   = std::min(size, begin + o.task_size);
       for (std::size_t pos = begin; pos < end;) {
         ssize_t n = write ? ::pwrite(fd, buf + pos, end - pos, static_cast<off_t>(pos))
                           : ::pread(fd, buf + pos, end - pos, static_cast<off_t>(pos));
@@ -209,7 +241,8 @@ double median(std::vector<double> v)
 /// pinned memory for device memory (whose extra hop, the PCIe copy, is timed on its own).
 class BenchBuffers {
  public:
-  BenchBuffers(std::size_t size, bool device) : size_(size), expected_(size), host_dst_(size)
+  BenchBuffers(std::size_t size, bool device, int ordinal = 0)
+    : size_(size), expected_(size), host_dst_(size)
   {
     fill_random(expected_.data.get(), size);
     if (!device) {
@@ -218,8 +251,8 @@ class BenchBuffers {
       return;
     }
     pinned_.emplace(size);
-    device_src_.emplace(size);
-    device_dst_.emplace(size);
+    device_src_.emplace(size, ordinal);
+    device_dst_.emplace(size, ordinal);
     std::memcpy(pinned_->data(), expected_.data.get(), size);
     device_src_->copy_from_host(pinned_->data(), size);
     ours_src_  = static_cast<char*>(device_src_->data());
@@ -232,6 +265,7 @@ class BenchBuffers {
   [[nodiscard]] char* ours_dst() const noexcept { return ours_dst_; }
   [[nodiscard]] char* limit_src() const noexcept { return limit_src_; }
   [[nodiscard]] char* limit_dst() const noexcept { return limit_dst_; }
+  [[nodiscard]] const char* expected() const noexcept { return expected_.data.get(); }
 
   /// Overwrites what a read must fill, so that a check afterwards proves the read wrote it.
   void poison_destination()
@@ -265,9 +299,102 @@ struct Result {
   double limit_gbps;
   double pcie_gbps;  // device reads only: the pinned host -> device copy of the same bytes
   std::vector<double> ours_runs, limit_runs, pcie_runs;
+  // --devices reads: each device's GB/s (its bytes over the time until its read completed);
+  // ours_gbps is then the aggregate (all bytes over the wall time).
+  std::vector<std::pair<int, double>> device_gbps;
 };
 
+/// One read of the whole file into each device's buffer at once: one pread per device, all
+/// issued before any is waited for. Returns the wall time; `done[i]` gets the seconds until
+/// device i's future completed.
+double multi_device_read(const std::string& path,
+                         std::vector<DeviceBuffer>& bufs,
+                         std::size_t size,
+                         std::vector<double>& done)
+{
+  FileHandle f(path, "r");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::future<std::size_t>> futures;
+  for (auto& b : bufs) {
+    futures.push_back(f.pread(b.data(), size, 0));
+  }
+  // One waiter per future, so each device's completion time is its own and not the time its
+  // turn came in a sequential wait.
+  std::vector<std::exception_ptr> errors(bufs.size());
+  std::vector<std::thread> waiters;
+  done.assign(bufs.size(), 0);
+  for (std::size_t i = 0; i < futures.size(); ++i) {
+    waiters.emplace_back([&, i] {
+      try {
+        futures[i].get();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+      done[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+  }
+  for (auto& w : waiters) {
+    w.join();
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& e : errors) {
+    if (e) { std::rethrow_exception(e); }
+  }
+  return wall;
+}
+
 void progress(const std::string& line) { std::cerr << "[kvikio bench] " << line << std::endl; }
+
+/// The --devices read: every repetition reads the file into each device's buffer at once,
+/// next to the plain loop reading the file once per device into pinned memory.
+Result run_multi_read(const Options& o,
+                      BenchBuffers& buffers,
+                      std::vector<DeviceBuffer>& bufs,
+                      int plain_flags)
+{
+  const std::size_t n = bufs.size();
+  Result r{"read", 0, 0, 0, {}, {}, {}, {}};
+  std::vector<std::vector<double>> device_runs(n);
+  std::vector<char> check(o.size);
+  for (unsigned int rep = 1; rep <= o.repetitions; ++rep) {
+    progress("read on " + std::to_string(n) + " devices " + std::to_string(rep) + "/" +
+             std::to_string(o.repetitions));
+    const bool first = rep == 1;
+    if (first) {
+      std::memset(check.data(), 0xA5, o.size);
+      for (auto& b : bufs) {
+        b.copy_from_host(check.data(), o.size);
+      }
+    }
+    std::vector<double> done;
+    r.ours_runs.push_back(multi_device_read(o.file, bufs, o.size, done));
+    for (std::size_t i = 0; i < n; ++i) {
+      device_runs[i].push_back(done[i]);
+    }
+    if (first) {
+      for (std::size_t i = 0; i < n; ++i) {
+        bufs[i].copy_to_host(check.data(), o.size);
+        if (std::memcmp(check.data(), buffers.expected(), o.size) != 0) {
+          throw Error("benchmark read into device " + std::to_string(o.devices[i]) +
+                      " different bytes than were written to " + o.file);
+        }
+      }
+    }
+    r.limit_runs.push_back(seconds_of([&] {
+      int fd = ::open(o.file.c_str(), O_RDONLY | plain_flags);
+      if (fd < 0) { throw GenericSystemError("cannot open " + o.file); }
+      plain_parallel_io(false, fd, buffers.limit_dst(), o.size, o, n);
+      ::close(fd);
+    }));
+  }
+  const double gb = static_cast<double>(o.size) / 1e9;
+  r.ours_gbps     = gb * static_cast<double>(n) / median(r.ours_runs);
+  r.limit_gbps    = gb * static_cast<double>(n) / median(r.limit_runs);
+  for (std::size_t i = 0; i < n; ++i) {
+    r.device_gbps.emplace_back(o.devices[i], gb / median(device_runs[i]));
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -319,11 +446,30 @@ int run_bench(int argc, char** argv, int first)
 
   const bool device = o.memory == "device" || (o.memory == "auto" && device_count() > 0);
   o.memory          = device ? "device" : "host";
+  if (!o.devices.empty()) {
+    if (!device) {
+      std::cerr << "kvikio bench: --devices needs device memory (--memory " << o.memory << ", "
+                << device_count() << " CUDA device(s) usable)\n";
+      return 2;
+    }
+    for (int d : o.devices) {
+      if (d >= device_count()) {
+        std::cerr << "kvikio bench: --devices: device " << d << " does not exist ("
+                  << device_count() << " CUDA device(s): 0.." << device_count() - 1 << ")\n";
+        return 2;
+      }
+    }
+  }
+  const bool multi = !o.devices.empty();
   progress("file " + o.file + ", " + format_bytes(static_cast<double>(o.size)) + ", " +
            std::to_string(o.threads) + " threads, task size " +
            format_bytes(static_cast<double>(o.task_size)) + ", " + o.memory + " memory, " +
            (o.direct_io ? "Direct IO" : "page cache"));
-  BenchBuffers buffers(o.size, device);
+  BenchBuffers buffers(o.size, device, multi ? o.devices.front() : 0);
+  std::vector<DeviceBuffer> multi_bufs;
+  for (int d : o.devices) {
+    multi_bufs.emplace_back(o.size, d);
+  }
 
   const int plain_flags = o.direct_io ? O_DIRECT : 0;
   // Lay the file down once, untimed, so that both sides overwrite an existing file.
@@ -335,11 +481,16 @@ int run_bench(int argc, char** argv, int first)
   std::vector<Result> results;
   for (const auto& op : o.ops) {
     const bool write = op == "write";
-    Result r{op, 0, 0, 0, {}, {}, {}};
+    Result r{op, 0, 0, 0, {}, {}, {}, {}};
     if (!write && !o.direct_io) {
       progress("warming the page cache");
       FileHandle f(o.file, "r");
       f.pread(buffers.ours_dst(), o.size, 0).get();
+    }
+    if (!write && multi) {
+      r = run_multi_read(o, buffers, multi_bufs, plain_flags);
+      results.push_back(r);
+      continue;
     }
     for (unsigned int rep = 1; rep <= o.repetitions; ++rep) {
       progress(op + " " + std::to_string(rep) + "/" + std::to_string(o.repetitions));
@@ -400,6 +551,19 @@ int run_bench(int argc, char** argv, int first)
                     r.pcie_gbps,
                     r.ours_gbps / r.pcie_gbps);
       }
+      if (!r.device_gbps.empty()) {
+        // kvikio_gbps above is the aggregate; the same number again under its own name.
+        std::printf(", \"aggregate_gbps\": %.3f, \"bytes_per_device\": %zu, \"devices\": [",
+                    r.ours_gbps,
+                    o.size);
+        for (std::size_t j = 0; j < r.device_gbps.size(); ++j) {
+          std::printf("%s{\"device\": %d, \"kvikio_gbps\": %.3f}",
+                      j ? ", " : "",
+                      r.device_gbps[j].first,
+                      r.device_gbps[j].second);
+        }
+        std::printf("]");
+      }
       std::printf("}");
     }
     std::printf("]}\n");
@@ -408,6 +572,23 @@ int run_bench(int argc, char** argv, int first)
   const char* via = device ? " into pinned" : "";
   std::printf("%-8s %-8s %12s   %-34s %7s\n", "op", "memory", "kvikio GB/s", "limit GB/s", "ratio");
   for (const auto& r : results) {
+    if (!r.device_gbps.empty()) {
+      for (const auto& [dev, gbps] : r.device_gbps) {
+        std::printf("%-8s %-8s %12.2f   %-34s\n",
+                    r.op.c_str(),
+                    ("dev " + std::to_string(dev)).c_str(),
+                    gbps,
+                    "(its bytes / time to its completion)");
+      }
+      std::printf("%-8s %-8s %12.2f   %7.2f %-26s %6.2fx\n",
+                  r.op.c_str(),
+                  "all",
+                  r.ours_gbps,
+                  r.limit_gbps,
+                  ("(pread x" + std::to_string(r.device_gbps.size()) + " into pinned)").c_str(),
+                  r.ours_gbps / r.limit_gbps);
+      continue;
+    }
     const std::string limit_name =
       std::string(r.op == "read" ? "pread" : "pwrite") +
       (device ? (r.op == "read" ? " into pinned" : " from pinned") : "");

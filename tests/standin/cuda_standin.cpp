@@ -10,17 +10,23 @@
 //  - copies, allocations, address-range queries and stream creation need a current context,
 //    and a stream may only be used while its own context is current (CUDA_ERROR_INVALID_CONTEXT);
 //  - KVIKIO_STANDIN_DEVICES (default 2) devices, each with a primary context;
-//  - fault injection and counters through the kvikio_standin_* functions below.
+//  - fault injection and counters through the kvikio_standin_* functions below;
+//  - a rendezvous (kvikio_standin_rendezvous) that holds copies into or out of each device
+//    until copies into N devices are in flight at once, so tests can tell concurrent
+//    multi-device IO from IO that serialises on one lock.
 #include <cuda.h>
 #include <sys/mman.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -104,6 +110,44 @@ thread_local std::vector<CUcontext> ctx_stack;
 Context* current()
 {
   return ctx_stack.empty() ? nullptr : reinterpret_cast<Context*>(ctx_stack.back());
+}
+
+// Armed by kvikio_standin_rendezvous: each copy (or cuFile transfer) into or out of a device
+// waits until `parties` distinct devices have one in progress, or until the timeout, after
+// which the rendezvous disarms itself and records that it was not met.
+struct Rendezvous {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool armed{false};
+  bool met{false};
+  int parties{0};
+  int timeout_ms{0};
+  std::set<int> arrived;
+};
+
+Rendezvous& rendezvous_state()
+{
+  static auto* r = new Rendezvous();
+  return *r;
+}
+
+void rendezvous(const Context* ctx)
+{
+  if (ctx == nullptr) { return; }
+  auto& r = rendezvous_state();
+  std::unique_lock lock(r.mutex);
+  if (!r.armed) { return; }
+  r.arrived.insert(ctx->device);
+  if (static_cast<int>(r.arrived.size()) >= r.parties) {
+    r.met   = true;
+    r.armed = false;
+    r.cv.notify_all();
+    return;
+  }
+  if (!r.cv.wait_for(lock, std::chrono::milliseconds(r.timeout_ms), [&] { return r.met; })) {
+    r.armed = false;  // give up: the other devices' IO is not running alongside this one
+    r.cv.notify_all();
+  }
 }
 
 bool injected(const char* fn, CUresult* out)
@@ -192,6 +236,7 @@ CUresult enqueue_copy(CUstream hstream, std::function<void()> copy, bool pinned)
   }
   auto* stream = reinterpret_cast<Stream*>(hstream);
   if (stream != nullptr && stream->ctx != ctx) { return CUDA_ERROR_INVALID_CONTEXT; }
+  rendezvous(ctx);
   // The legacy default stream and blocking streams are ordered after earlier default-stream
   // work; a non-blocking stream is not, and may see device memory before it is written.
   if (stream == nullptr || stream->blocking) { flush_null(ctx); }
@@ -286,6 +331,7 @@ __attribute__((visibility("default"))) char* kvikio_standin_backing(CUdeviceptr 
                                                                     int* ctx_ok)
 {
   auto* ctx = current();
+  rendezvous(ctx);
   flush_null(ctx);
   auto& s = st();
   std::lock_guard lock(s.mutex);
@@ -293,6 +339,25 @@ __attribute__((visibility("default"))) char* kvikio_standin_backing(CUdeviceptr 
   if (a == nullptr) { return nullptr; }
   *ctx_ok = a->ctx == ctx ? 1 : 0;
   return a->backing + (static_cast<std::uintptr_t>(ptr) - a->base);
+}
+/// Arms the rendezvous: the next copies wait until `parties` devices have one in progress
+/// at once, each waiting at most `timeout_ms`.
+__attribute__((visibility("default"))) void kvikio_standin_rendezvous(int parties, int timeout_ms)
+{
+  auto& r = rendezvous_state();
+  std::lock_guard lock(r.mutex);
+  r.armed      = true;
+  r.met        = false;
+  r.parties    = parties;
+  r.timeout_ms = timeout_ms;
+  r.arrived.clear();
+}
+/// Whether the last armed rendezvous saw all its parties at once.
+__attribute__((visibility("default"))) int kvikio_standin_rendezvous_met()
+{
+  auto& r = rendezvous_state();
+  std::lock_guard lock(r.mutex);
+  return r.met ? 1 : 0;
 }
 /// The `nth` next call of the function named `fn` (e.g. "cuMemcpyHtoDAsync") returns `code`.
 __attribute__((visibility("default"))) void kvikio_standin_fail(const char* fn, int nth, int code)
