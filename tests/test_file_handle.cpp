@@ -74,9 +74,9 @@ TEST(FileHandle, UnalignedSourceBufferWithDirectIoWrite)
   kvikio::test::ScopedSettings restore;
   kvikio::defaults::set_auto_direct_io_write(true);
   kvikio::defaults::set_bounce_buffer_size(8192);  // forces several bounce rounds
-  const auto data = random_bytes(5 * 4096 + 17, 7);
-  std::vector<char> shifted(data.size() + 3);
-  std::copy(data.begin(), data.end(), shifted.begin() + 3);
+  // The source starts 3 bytes into its buffer, so it is not page aligned.
+  const auto shifted = random_bytes(3 + 5 * 4096 + 17, 7);
+  const std::vector<char> data(shifted.begin() + 3, shifted.end());
   FileHandle f(dir.file("w.bin"), "w+");
   EXPECT_EQ(f.write(shifted.data(), data.size(), 4096, 3), data.size());
   std::vector<char> got(data.size());

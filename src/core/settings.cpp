@@ -91,7 +91,9 @@ std::string join(const std::vector<int>& codes)
 {
   std::string out;
   for (auto c : codes) {
-    out += (out.empty() ? "" : ",") + std::to_string(c);
+    // Appended in two steps: GCC 12 -O3 warns (-Wrestrict, falsely) on "," + to_string().
+    if (!out.empty()) { out += ','; }
+    out += std::to_string(c);
   }
   return out;
 }
