@@ -9,11 +9,10 @@
 
 namespace kvikio {
 
-/// One library: `library` is "libcuda", "libcufile" or "libcurl" (linked, always loaded), `path`
-/// what was passed to dlopen, `loaded` whether it is usable (for libcufile: loaded and its driver
-/// opened), `reason` either why not ("library missing: ...", "symbol missing: ...", "driver failed
-/// to open:
-/// ...") or what was loaded.
+/// One library: `library` is "libcuda", "libcufile" or "libcurl" (linked, always loaded);
+/// `path` what was passed to dlopen; `loaded` whether it is usable (for libcufile: loaded and
+/// its driver opened); `reason` why not ("library missing: ...", "symbol missing: ...",
+/// "driver failed to open: ...") or what was loaded.
 struct LibraryStatus {
   std::string library;
   std::string path;
