@@ -19,7 +19,7 @@ step "C++ host and remote tests under AddressSanitizer + UndefinedBehaviorSaniti
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKVIKIO_SANITIZE=address,undefined \
   -DKVIKIO_BUILD_TOOLS=OFF >/dev/null
 cmake --build build-asan -j"$JOBS"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -j"$JOBS" -L "host|remote" --output-on-failure)
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions="$PWD/../tests/lsan.supp" ctest -j"$JOBS" -L "host|remote" --output-on-failure)
 
 step "thread pool and parallel IO under ThreadSanitizer"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKVIKIO_SANITIZE=thread \
