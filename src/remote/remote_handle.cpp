@@ -19,7 +19,7 @@ namespace detail {
 // destination's memory kind matters. Memory the CPU can write (host, pinned, managed): the
 // sink copies each network piece straight into place. Device memory: the pieces are packed
 // into the two halves of a pooled pinned bounce buffer, and each full half is copied to the
-// device on this thread's stream while the network fills the other half.
+// device on this thread's stream.
 std::size_t read_range_into(RemoteEndpoint& endpoint,
                             const PointerInfo& info,
                             void* buf,
@@ -40,8 +40,9 @@ std::size_t read_range_into(RemoteEndpoint& endpoint,
   CUstream stream = thread_stream(info.context);
   BounceBuffer bounce;
   const std::size_t half = bounce.size() / 2;
-  // The copies run at PCIe speed, an order of magnitude faster than the network, so waiting
-  // on the whole stream (rather than on one slot's event) costs little.
+  // Before a half is refilled its copy must be done. Waiting on the whole stream also waits
+  // for the copy of the half just filled, so network and copy barely overlap; the copies run
+  // at PCIe speed, an order of magnitude faster than the network, so that costs little.
   auto wait_for_copies = [&](int) {
     cuda_check(api.StreamSynchronize(stream), "cuStreamSynchronize", what);
   };
