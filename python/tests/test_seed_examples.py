@@ -139,6 +139,33 @@ def require(kind: str):
             pytest.skip(f"needs a usable cuFile driver (GPU machine): {e}")
 
 
+@contextlib.contextmanager
+def zarr_config_restored(kind: str):
+    """The zarr example calls ``zarr.config.enable_gpu()`` for good; without this, every zarr
+    test after it in the process would run with GPU buffers (and fail on GPU-less codecs)."""
+    if kind != "zarr":
+        yield
+        return
+    import copy
+
+    import zarr
+
+    saved = copy.deepcopy(zarr.config.config)
+    try:
+        yield
+    finally:
+        zarr.config.config = saved
+
+
+def test_zarr_config_is_restored_after_the_zarr_example():
+    zarr = pytest.importorskip("zarr", minversion="3")
+    before = zarr.config.get("buffer")
+    with zarr_config_restored("zarr"):
+        zarr.config.enable_gpu()
+        assert zarr.config.get("buffer") != before
+    assert zarr.config.get("buffer") == before
+
+
 @pytest.mark.parametrize("code,kind", example_params())
 def test_seed_example(code, kind, seed_data, tmp_path, monkeypatch, request):
     require(kind)
@@ -165,7 +192,7 @@ def test_seed_example(code, kind, seed_data, tmp_path, monkeypatch, request):
             "my-bucket", "data/file.bin"
         )
     try:
-        with anonymous:
+        with anonymous, zarr_config_restored(kind):
             exec(compile(code, "<seed example>", "exec"), namespace)
     except PermissionError as e:
         if "drop_system_page_cache" in code:
