@@ -33,6 +33,7 @@
 
 #include "bench_remote.hpp"
 #include "options.hpp"
+#include "timing.hpp"
 
 namespace kvikio::tool {
 namespace {
@@ -220,19 +221,6 @@ void plain_parallel_io(
     t.join();
   }
   if (failed) { throw std::runtime_error("the plain parallel loop failed on the benchmark file"); }
-}
-
-double seconds_of(const std::function<void()>& fn)
-{
-  auto t0 = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v)
-{
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 /// The memory one run moves data through. Ours reads into and writes from `ours_dst` /

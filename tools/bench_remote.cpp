@@ -35,6 +35,7 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "options.hpp"
+#include "timing.hpp"
 #include "remote/baseline.hpp"
 
 namespace kvikio::tool {
@@ -228,19 +229,6 @@ class LocalServer {
   std::string kind_;
   pid_t pid_{-1};
 };
-
-double seconds_of(const std::function<void()>& fn)
-{
-  auto t0 = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v)
-{
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 /// JSON string literal of `s` (URLs and paths: quotes, backslashes and control bytes escaped).
 std::string json_str(const std::string& s)
