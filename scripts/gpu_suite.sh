@@ -16,7 +16,11 @@
 # What that machine lacks travels in git-ignored folders named in the device tool's carry:
 #   .deps/root       curl headers: apt-get download libcurl4-openssl-dev; dpkg -x *.deb root
 #   .gpu-deps/googletest   GoogleTest source (apt-get download googletest; dpkg -x)
-#   .whl             wheels for zarr>=3 and what it needs, and pytest-asyncio
+#   .whl             wheels for zarr>=3 and what it needs, pytest-asyncio, and moto 5.2.5 with
+#                    what its S3 server needs there (boto3, botocore, s3transfer, jmespath,
+#                    xmltodict, responses, cryptography, cffi, pycparser, flask, flask-cors,
+#                    blinker, itsdangerous, py-partiql-parser), so the S3 tests and the seed's
+#                    S3 examples run with CuPy buffers too
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 RESULTS=${OUT:-$SRC/gpu-out}

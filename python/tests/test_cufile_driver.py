@@ -67,12 +67,6 @@ def test_settable_properties_accept_values_with_driver():
 
 
 @pytest.mark.skipif(not HAS_DRIVER, reason="needs a usable cuFile driver (GPU machine)")
-@pytest.mark.xfail(
-    strict=False,
-    reason="GPU branch: cufile_driver::get re-reads the driver for every call, and libcufile "
-    "(compat mode) does not report values set through cuFileDriverSet*; a set does not "
-    "round-trip (seen on the GPU machine: max_device_cache_size 1024 read back as 131072)",
-)
 def test_set_round_trips_and_restores_with_driver():
     size = drv.get("max_device_cache_size")
     with drv.set("max_device_cache_size", 1024):

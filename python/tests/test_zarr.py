@@ -3,6 +3,7 @@ and the import guard."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -55,6 +56,35 @@ class TestGDSStoreConformance(StoreTests[GDSStore, cpu.Buffer]):
         assert store.supports_listing
 
 
+@needs_gpu
+class TestGDSStoreConformanceGPU(TestGDSStoreConformance):
+    """The same conformance suite with zarr configured for GPU buffers: every value the store
+    hands back, and every value written through it, lives in device memory."""
+
+    buffer_cls = None  # set by the fixture below: zarr.core.buffer.gpu needs CuPy to import
+
+    @pytest.fixture(autouse=True)
+    def _gpu_buffers(self):
+        from zarr.core.buffer import gpu
+
+        type(self).buffer_cls = gpu.Buffer
+        with zarr.config.enable_gpu():
+            yield
+
+    async def get(self, store: GDSStore, key: str):
+        return self.buffer_cls.from_bytes((store.root / key).read_bytes())
+
+    async def test_values_come_back_in_device_memory(self, store: GDSStore) -> None:
+        from zarr.core.buffer import default_buffer_prototype
+
+        payload = np.random.default_rng(7).integers(0, 256, 3 * 4096 + 5, dtype=np.uint8)
+        await store.set("c/0", self.buffer_cls.from_bytes(payload.tobytes()))
+        got = await store.get("c/0", prototype=default_buffer_prototype())
+        assert isinstance(got.as_array_like(), cupy.ndarray)
+        cupy.testing.assert_array_equal(got.as_array_like(), cupy.asarray(payload))
+        assert (store.root / "c/0").read_bytes() == payload.tobytes()
+
+
 @pytest.mark.parametrize(
     ("dtype", "shape", "chunks"),
     [
@@ -66,25 +96,35 @@ class TestGDSStoreConformance(StoreTests[GDSStore, cpu.Buffer]):
     ],
 )
 @pytest.mark.parametrize("compressed", [False, True])
-def test_round_trip_matches_local_store(tmp_path, dtype, shape, chunks, compressed):
+@pytest.mark.parametrize("memory", ["host", pytest.param("gpu", marks=needs_gpu)])
+def test_round_trip_matches_local_store(tmp_path, dtype, shape, chunks, compressed, memory):
     rng = np.random.default_rng(sum(shape))
     data = rng.standard_normal(shape) * 1000
     if np.dtype(dtype).kind == "c":
         data = data + 1j * rng.standard_normal(shape)
     data = data.astype(dtype)
     compressors = "auto" if compressed else None
+    # With GPU buffers zarr hands the store device memory to write and to read into; the
+    # arrays come back as CuPy arrays, compared on the host.
+    config = zarr.config.enable_gpu() if memory == "gpu" else contextlib.nullcontext()
+    as_host = cupy.asnumpy if memory == "gpu" else np.asarray
+    source = cupy.asarray(data) if memory == "gpu" else data
 
-    arrays = {}
-    for name, store in (("gds", GDSStore(tmp_path / "gds.zarr")), ("local", LocalStore(tmp_path / "local.zarr"))):
-        z = zarr.create_array(store=store, shape=shape, chunks=chunks, dtype=dtype, compressors=compressors)
-        z[...] = data
-        arrays[name] = zarr.open_array(store=store, mode="r")
+    with config:
+        arrays = {}
+        for name, store in (("gds", GDSStore(tmp_path / "gds.zarr")), ("local", LocalStore(tmp_path / "local.zarr"))):
+            z = zarr.create_array(store=store, shape=shape, chunks=chunks, dtype=dtype, compressors=compressors)
+            z[...] = source
+            arrays[name] = zarr.open_array(store=store, mode="r")
 
-    np.testing.assert_array_equal(arrays["gds"][...], data)
-    np.testing.assert_array_equal(arrays["gds"][...], arrays["local"][...])
-    # A slice that cuts through chunks reads only what it needs and agrees too.
-    window = tuple(slice(s // 3, s // 3 + max(1, s // 2)) for s in shape)
-    np.testing.assert_array_equal(arrays["gds"][window], data[window])
+        whole = arrays["gds"][...]
+        if memory == "gpu":
+            assert isinstance(whole, cupy.ndarray)
+        np.testing.assert_array_equal(as_host(whole), data)
+        np.testing.assert_array_equal(as_host(whole), as_host(arrays["local"][...]))
+        # A slice that cuts through chunks reads only what it needs and agrees too.
+        window = tuple(slice(s // 3, s // 3 + max(1, s // 2)) for s in shape)
+        np.testing.assert_array_equal(as_host(arrays["gds"][window]), data[window])
     # The chunk files are byte for byte those LocalStore wrote.
     for chunk in sorted((tmp_path / "local.zarr").rglob("c/*")):
         if chunk.is_file():
