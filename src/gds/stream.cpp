@@ -58,6 +58,55 @@ bool use_cufile_stream(const detail::OpenFile& file, const void* base, const off
          addr % 4096 == 0;
 }
 
+enum class Direction { read, write };
+
+/// The one body of read_async and write_async, which differ only in direction.
+void stream_ordered_io(FileHandle& handle,
+                       const detail::OpenFile& file,
+                       Direction direction,
+                       void* devPtr_base,
+                       std::size_t* size_p,
+                       off_t* file_offset_p,
+                       off_t* devPtr_offset_p,
+                       ssize_t* bytes_p,
+                       CUstream stream)
+{
+  const bool write = direction == Direction::write;
+  const char* op   = write ? "write_async" : "read_async";
+  if (write) {
+    file.require_writable();
+  } else {
+    file.require_readable();
+  }
+  require_args(size_p, file_offset_p, devPtr_offset_p, bytes_p, op, file.path());
+  auto info = require_device(devPtr_base, op, file.path());
+  detail::ContextGuard guard(info.context);
+  if (*size_p == 0) {  // nothing to order: cuFile rejects empty stream IO
+    *bytes_p = 0;
+    return;
+  }
+  if (use_cufile_stream(file, devPtr_base, devPtr_offset_p)) {
+    const auto& api = detail::CufileAPI::instance();
+    detail::cufile_check(
+      (write ? api.WriteAsync : api.ReadAsync)(
+        file.cufile_handle(), devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_p, stream),
+      write ? "cuFileWriteAsync" : "cuFileReadAsync",
+      "of '" + file.path() + "'");
+    return;
+  }
+  // POSIX fallback: ordered by waiting for the stream's earlier work, then moving the data
+  // before returning, so that work queued on the stream afterwards sees it.
+  detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(stream),
+                     "cuStreamSynchronize",
+                     std::string("before ") + op + " of '" + file.path() + "'");
+  *bytes_p                 = -1;
+  const auto file_offset   = static_cast<std::size_t>(*file_offset_p);
+  const auto buffer_offset = static_cast<std::size_t>(*devPtr_offset_p);
+  *bytes_p                 = static_cast<ssize_t>(
+    write ? handle.write(devPtr_base, *size_p, file_offset, buffer_offset, false)
+                          : handle.read(devPtr_base, *size_p, file_offset, buffer_offset, false));
+}
+
 }  // namespace
 
 void FileHandle::read_async(void* devPtr_base,
@@ -67,38 +116,15 @@ void FileHandle::read_async(void* devPtr_base,
                             ssize_t* bytes_read_p,
                             CUstream stream)
 {
-  const auto& file = checked_open_file();
-  file.require_readable();
-  require_args(size_p, file_offset_p, devPtr_offset_p, bytes_read_p, "read_async", file.path());
-  auto info = require_device(devPtr_base, "read_async", file.path());
-  detail::ContextGuard guard(info.context);
-  if (*size_p == 0) {  // nothing to order: cuFile rejects empty stream IO
-    *bytes_read_p = 0;
-    return;
-  }
-  if (use_cufile_stream(file, devPtr_base, devPtr_offset_p)) {
-    detail::cufile_check(detail::CufileAPI::instance().ReadAsync(file.cufile_handle(),
-                                                                 devPtr_base,
-                                                                 size_p,
-                                                                 file_offset_p,
-                                                                 devPtr_offset_p,
-                                                                 bytes_read_p,
-                                                                 stream),
-                         "cuFileReadAsync",
-                         "of '" + file.path() + "'");
-    return;
-  }
-  // POSIX fallback: ordered by waiting for the stream's earlier work, then reading before
-  // returning, so that work queued on the stream afterwards sees the data.
-  detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(stream),
-                     "cuStreamSynchronize",
-                     "before read_async of '" + file.path() + "'");
-  *bytes_read_p = -1;
-  *bytes_read_p = static_cast<ssize_t>(read(devPtr_base,
-                                            *size_p,
-                                            static_cast<std::size_t>(*file_offset_p),
-                                            static_cast<std::size_t>(*devPtr_offset_p),
-                                            false));
+  stream_ordered_io(*this,
+                    checked_open_file(),
+                    Direction::read,
+                    devPtr_base,
+                    size_p,
+                    file_offset_p,
+                    devPtr_offset_p,
+                    bytes_read_p,
+                    stream);
 }
 
 void FileHandle::write_async(void* devPtr_base,
@@ -108,36 +134,15 @@ void FileHandle::write_async(void* devPtr_base,
                              ssize_t* bytes_written_p,
                              CUstream stream)
 {
-  const auto& file = checked_open_file();
-  file.require_writable();
-  require_args(size_p, file_offset_p, devPtr_offset_p, bytes_written_p, "write_async", file.path());
-  auto info = require_device(devPtr_base, "write_async", file.path());
-  detail::ContextGuard guard(info.context);
-  if (*size_p == 0) {  // nothing to order: cuFile rejects empty stream IO
-    *bytes_written_p = 0;
-    return;
-  }
-  if (use_cufile_stream(file, devPtr_base, devPtr_offset_p)) {
-    detail::cufile_check(detail::CufileAPI::instance().WriteAsync(file.cufile_handle(),
-                                                                  devPtr_base,
-                                                                  size_p,
-                                                                  file_offset_p,
-                                                                  devPtr_offset_p,
-                                                                  bytes_written_p,
-                                                                  stream),
-                         "cuFileWriteAsync",
-                         "of '" + file.path() + "'");
-    return;
-  }
-  detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(stream),
-                     "cuStreamSynchronize",
-                     "before write_async of '" + file.path() + "'");
-  *bytes_written_p = -1;
-  *bytes_written_p = static_cast<ssize_t>(write(devPtr_base,
-                                                *size_p,
-                                                static_cast<std::size_t>(*file_offset_p),
-                                                static_cast<std::size_t>(*devPtr_offset_p),
-                                                false));
+  stream_ordered_io(*this,
+                    checked_open_file(),
+                    Direction::write,
+                    devPtr_base,
+                    size_p,
+                    file_offset_p,
+                    devPtr_offset_p,
+                    bytes_written_p,
+                    stream);
 }
 
 StreamFuture FileHandle::read_async(
