@@ -31,62 +31,118 @@ void check_range(const std::string& path, std::size_t size, std::size_t file_off
   }
 }
 
+using detail::Direction;
+
 /// Where one piece of a request goes: host-accessible memory straight through POSIX, device
 /// memory through cuFile when this file registered with it, else through the bounce-buffer
-/// pipeline. `info` describes the whole buffer and is computed once per call.
-std::size_t read_piece(const detail::OpenFile& file,
+/// pipeline. `info` describes the whole buffer and is computed once per call. A write never
+/// stores through `buf`; it is non-const only so that both directions share this path.
+std::size_t move_piece(Direction direction,
+                       const detail::OpenFile& file,
                        const detail::PointerInfo& info,
-                       void* buf,
+                       char* buf,
                        std::size_t size,
                        std::size_t offset,
                        bool sync_default_stream = false,
                        bool force_posix         = false)
 {
+  const bool write = direction == Direction::write;
   if (info.host_accessible()) {
-    return detail::posix_host_read(file, buf, size, offset, defaults::auto_direct_io_read());
+    return write
+             ? detail::posix_host_write(file, buf, size, offset, defaults::auto_direct_io_write())
+             : detail::posix_host_read(file, buf, size, offset, defaults::auto_direct_io_read());
   }
   if (file.compat_mode() == CompatMode::OFF && !force_posix) {
-    const auto base = reinterpret_cast<const char*>(info.base);
-    return detail::cufile_read(file,
-                               info.context,
-                               base,
-                               size,
-                               offset,
-                               static_cast<std::size_t>(static_cast<const char*>(buf) - base),
-                               sync_default_stream);
+    const auto* base      = reinterpret_cast<const char*>(info.base);
+    const auto buf_offset = static_cast<std::size_t>(buf - base);
+    return write ? detail::cufile_write(
+                     file, info.context, base, size, offset, buf_offset, sync_default_stream)
+                 : detail::cufile_read(
+                     file, info.context, base, size, offset, buf_offset, sync_default_stream);
   }
-  return detail::posix_device_read(
-    file, info.context, buf, size, offset, defaults::auto_direct_io_read());
-}
-
-std::size_t write_piece(const detail::OpenFile& file,
-                        const detail::PointerInfo& info,
-                        const void* buf,
-                        std::size_t size,
-                        std::size_t offset,
-                        bool sync_default_stream = false,
-                        bool force_posix         = false)
-{
-  if (info.host_accessible()) {
-    return detail::posix_host_write(file, buf, size, offset, defaults::auto_direct_io_write());
-  }
-  if (file.compat_mode() == CompatMode::OFF && !force_posix) {
-    const auto base = reinterpret_cast<const char*>(info.base);
-    return detail::cufile_write(file,
-                                info.context,
-                                base,
-                                size,
-                                offset,
-                                static_cast<std::size_t>(static_cast<const char*>(buf) - base),
-                                sync_default_stream);
-  }
-  return detail::posix_device_write(
-    file, info.context, buf, size, offset, defaults::auto_direct_io_write());
+  return write ? detail::posix_device_write(
+                   file, info.context, buf, size, offset, defaults::auto_direct_io_write())
+               : detail::posix_device_read(
+                   file, info.context, buf, size, offset, defaults::auto_direct_io_read());
 }
 
 std::string describe(const char* op, const std::string& path, std::size_t offset)
 {
   return std::string(op) + " of '" + path + "' at file offset " + std::to_string(offset);
+}
+
+/// A request that passed the checks every read and write makes before any IO.
+struct Request {
+  char* buf;
+  std::size_t file_offset;
+  detail::PointerInfo info;  // of `buf`; left empty for an empty request
+};
+
+/// The file is open for `direction`; a write at unspecified_offset goes to the end of a file
+/// opened for appending (else to 0); the range fits in off_t; a device buffer holds it all.
+Request check_request(Direction direction,
+                      const char* op,
+                      const detail::OpenFile& file,
+                      const void* buf,
+                      std::size_t size,
+                      std::size_t file_offset)
+{
+  file.require(direction);
+  if (direction == Direction::write && file_offset == unspecified_offset) {
+    file_offset = file.append() ? file.nbytes() : 0;
+  }
+  check_range(file.path(), size, file_offset);
+  auto* start = const_cast<char*>(static_cast<const char*>(buf));
+  auto info   = size > 0 ? detail::get_pointer_info(start) : detail::PointerInfo{};
+  detail::check_device_range(info, start, size, describe(op, file.path(), file_offset));
+  return {start, file_offset, info};
+}
+
+/// The one body of read and write: a single call on this thread.
+std::size_t single_call(Direction direction,
+                        const char* op,
+                        const detail::OpenFile& file,
+                        const void* buf,
+                        std::size_t size,
+                        std::size_t file_offset,
+                        bool sync_default_stream)
+{
+  auto r = check_request(direction, op, file, buf, size, file_offset);
+  if (size == 0) { return 0; }
+  return move_piece(direction, file, r.info, r.buf, size, r.file_offset, sync_default_stream);
+}
+
+/// The one body of pread and pwrite: the request split into tasks for the thread pool.
+std::future<std::size_t> parallel_call(Direction direction,
+                                       const char* op,
+                                       const std::shared_ptr<detail::OpenFile>& file,
+                                       const void* buf,
+                                       std::size_t size,
+                                       std::size_t file_offset,
+                                       std::size_t task_size,
+                                       std::size_t gds_threshold,
+                                       bool sync_default_stream)
+{
+  auto r = check_request(direction, op, *file, buf, size, file_offset);
+  if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
+  const bool device = !r.info.host_accessible();
+  if (device && size < gds_threshold) {
+    // Small device requests are not worth the pool or cuFile: POSIX, on this thread.
+    return detail::ready_future(
+      move_piece(direction, *file, r.info, r.buf, size, r.file_offset, false, true));
+  }
+  if (device && file->compat_mode() == CompatMode::OFF && sync_default_stream) {
+    detail::ContextGuard guard(r.info.context);
+    detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(nullptr),
+                       "cuStreamSynchronize(0)");
+  }
+  return detail::parallel_io(
+    [file, direction, r](const detail::TaskRange& t) {
+      return move_piece(direction, *file, r.info, r.buf + t.buf_offset, t.size, t.file_offset);
+    },
+    size,
+    r.file_offset,
+    task_size);
 }
 
 }  // namespace
@@ -149,14 +205,13 @@ std::size_t FileHandle::read(void* buf,
                              std::size_t buf_offset,
                              bool sync_default_stream)
 {
-  const auto& file = checked_open_file();
-  file.require_readable();
-  check_range(file.path(), size, file_offset);
-  if (size == 0) { return 0; }
-  char* start = static_cast<char*>(buf) + buf_offset;
-  auto info   = detail::get_pointer_info(start);
-  detail::check_device_range(info, start, size, describe("read", file.path(), file_offset));
-  return read_piece(file, info, start, size, file_offset, sync_default_stream);
+  return single_call(Direction::read,
+                     "read",
+                     checked_open_file(),
+                     static_cast<char*>(buf) + buf_offset,
+                     size,
+                     file_offset,
+                     sync_default_stream);
 }
 
 std::size_t FileHandle::write(const void* buf,
@@ -165,15 +220,13 @@ std::size_t FileHandle::write(const void* buf,
                               std::size_t buf_offset,
                               bool sync_default_stream)
 {
-  const auto& file = checked_open_file();
-  file.require_writable();
-  if (file_offset == unspecified_offset) { file_offset = file.append() ? file.nbytes() : 0; }
-  check_range(file.path(), size, file_offset);
-  if (size == 0) { return 0; }
-  const char* start = static_cast<const char*>(buf) + buf_offset;
-  auto info         = detail::get_pointer_info(start);
-  detail::check_device_range(info, start, size, describe("write", file.path(), file_offset));
-  return write_piece(file, info, start, size, file_offset, sync_default_stream);
+  return single_call(Direction::write,
+                     "write",
+                     checked_open_file(),
+                     static_cast<const char*>(buf) + buf_offset,
+                     size,
+                     file_offset,
+                     sync_default_stream);
 }
 
 std::future<std::size_t> FileHandle::pread(void* buf,
@@ -183,29 +236,16 @@ std::future<std::size_t> FileHandle::pread(void* buf,
                                            std::size_t gds_threshold,
                                            bool sync_default_stream)
 {
-  const auto& file = checked_open_file();
-  file.require_readable();
-  check_range(file.path(), size, file_offset);
-  if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
-  auto* base = static_cast<char*>(buf);
-  auto info  = size > 0 ? detail::get_pointer_info(base) : detail::PointerInfo{};
-  detail::check_device_range(info, base, size, describe("pread", file.path(), file_offset));
-  if (!info.host_accessible() && size < gds_threshold) {
-    // Small device requests are not worth the pool or cuFile: POSIX, on this thread.
-    return detail::ready_future(read_piece(file, info, base, size, file_offset, false, true));
-  }
-  if (!info.host_accessible() && file.compat_mode() == CompatMode::OFF && sync_default_stream) {
-    detail::ContextGuard guard(info.context);
-    detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(nullptr),
-                       "cuStreamSynchronize(0)");
-  }
-  return detail::parallel_io(
-    [file = file_, base, info](const detail::TaskRange& t) {
-      return read_piece(*file, info, base + t.buf_offset, t.size, t.file_offset);
-    },
-    size,
-    file_offset,
-    task_size);
+  checked_open_file();
+  return parallel_call(Direction::read,
+                       "pread",
+                       file_,
+                       buf,
+                       size,
+                       file_offset,
+                       task_size,
+                       gds_threshold,
+                       sync_default_stream);
 }
 
 std::future<std::size_t> FileHandle::pwrite(const void* buf,
@@ -215,29 +255,16 @@ std::future<std::size_t> FileHandle::pwrite(const void* buf,
                                             std::size_t gds_threshold,
                                             bool sync_default_stream)
 {
-  const auto& file = checked_open_file();
-  file.require_writable();
-  if (file_offset == unspecified_offset) { file_offset = file.append() ? file.nbytes() : 0; }
-  check_range(file.path(), size, file_offset);
-  if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
-  const auto* base = static_cast<const char*>(buf);
-  auto info        = size > 0 ? detail::get_pointer_info(base) : detail::PointerInfo{};
-  detail::check_device_range(info, base, size, describe("pwrite", file.path(), file_offset));
-  if (!info.host_accessible() && size < gds_threshold) {
-    return detail::ready_future(write_piece(file, info, base, size, file_offset, false, true));
-  }
-  if (!info.host_accessible() && file.compat_mode() == CompatMode::OFF && sync_default_stream) {
-    detail::ContextGuard guard(info.context);
-    detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(nullptr),
-                       "cuStreamSynchronize(0)");
-  }
-  return detail::parallel_io(
-    [file = file_, base, info](const detail::TaskRange& t) {
-      return write_piece(*file, info, base + t.buf_offset, t.size, t.file_offset);
-    },
-    size,
-    file_offset,
-    task_size);
+  checked_open_file();
+  return parallel_call(Direction::write,
+                       "pwrite",
+                       file_,
+                       buf,
+                       size,
+                       file_offset,
+                       task_size,
+                       gds_threshold,
+                       sync_default_stream);
 }
 
 CompatMode FileHandle::compat_mode() const noexcept

@@ -114,16 +114,12 @@ std::size_t OpenFile::nbytes() const
   return static_cast<std::size_t>(st.st_size);
 }
 
-void OpenFile::require_readable() const
+void OpenFile::require(Direction direction) const
 {
-  if (!readable_) {
+  if (direction == Direction::read && !readable_) {
     throw std::invalid_argument("cannot read from '" + path_ + "': it was opened write-only");
   }
-}
-
-void OpenFile::require_writable() const
-{
-  if (!writable_) {
+  if (direction == Direction::write && !writable_) {
     throw std::invalid_argument("cannot write to '" + path_ + "': it was opened read-only");
   }
 }

@@ -11,6 +11,9 @@
 
 namespace kvikio::detail {
 
+/// Which way a request moves data; the read and write paths share one body and branch on it.
+enum class Direction { read, write };
+
 class OpenFile {
  public:
   /// Opens the buffered descriptor (throws) and, where the file system allows, an O_DIRECT
@@ -39,9 +42,9 @@ class OpenFile {
   [[nodiscard]] const std::string& fallback_reason() const noexcept { return fallback_reason_; }
   [[nodiscard]] std::size_t nbytes() const;
 
-  /// Throws std::invalid_argument unless the file was opened for reading / writing.
-  void require_readable() const;
-  void require_writable() const;
+  /// Throws std::invalid_argument unless the file was opened for reading (Direction::read)
+  /// or writing (Direction::write).
+  void require(Direction direction) const;
 
  private:
   std::string path_;

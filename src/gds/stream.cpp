@@ -58,7 +58,7 @@ bool use_cufile_stream(const detail::OpenFile& file, const void* base, const off
          addr % 4096 == 0;
 }
 
-enum class Direction { read, write };
+using detail::Direction;
 
 /// The one body of read_async and write_async, which differ only in direction.
 void stream_ordered_io(FileHandle& handle,
@@ -73,11 +73,7 @@ void stream_ordered_io(FileHandle& handle,
 {
   const bool write = direction == Direction::write;
   const char* op   = write ? "write_async" : "read_async";
-  if (write) {
-    file.require_writable();
-  } else {
-    file.require_readable();
-  }
+  file.require(direction);
   require_args(size_p, file_offset_p, devPtr_offset_p, bytes_p, op, file.path());
   auto info = require_device(devPtr_base, op, file.path());
   detail::ContextGuard guard(info.context);
