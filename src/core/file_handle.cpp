@@ -46,24 +46,24 @@ std::size_t move_piece(Direction direction,
                        bool sync_default_stream = false,
                        bool force_posix         = false)
 {
-  const bool write = direction == Direction::write;
+  const bool write     = direction == Direction::write;
+  const bool direct_io = write ? defaults::auto_direct_io_write() : defaults::auto_direct_io_read();
   if (info.host_accessible()) {
-    return write
-             ? detail::posix_host_write(file, buf, size, offset, defaults::auto_direct_io_write())
-             : detail::posix_host_read(file, buf, size, offset, defaults::auto_direct_io_read());
+    return detail::posix_host_io(direction, file, buf, size, offset, direct_io);
   }
   if (file.compat_mode() == CompatMode::OFF && !force_posix) {
-    const auto* base      = reinterpret_cast<const char*>(info.base);
-    const auto buf_offset = static_cast<std::size_t>(buf - base);
-    return write ? detail::cufile_write(
-                     file, info.context, base, size, offset, buf_offset, sync_default_stream)
-                 : detail::cufile_read(
-                     file, info.context, base, size, offset, buf_offset, sync_default_stream);
+    const auto* base = reinterpret_cast<const char*>(info.base);
+    return detail::cufile_io(direction,
+                             file,
+                             info.context,
+                             base,
+                             size,
+                             offset,
+                             static_cast<std::size_t>(buf - base),
+                             sync_default_stream);
   }
-  return write ? detail::posix_device_write(
-                   file, info.context, buf, size, offset, defaults::auto_direct_io_write())
-               : detail::posix_device_read(
-                   file, info.context, buf, size, offset, defaults::auto_direct_io_read());
+  return write ? detail::posix_device_write(file, info.context, buf, size, offset, direct_io)
+               : detail::posix_device_read(file, info.context, buf, size, offset, direct_io);
 }
 
 std::string describe(const char* op, const std::string& path, std::size_t offset)

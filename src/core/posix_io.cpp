@@ -61,8 +61,9 @@ Parts split_for_direct_io(std::size_t size, std::size_t offset)
   return {head, middle, size - head - middle};
 }
 
-}  // namespace
-
+/// Reads exactly `size` bytes at `offset`, retrying interrupted and short reads. Throws
+/// EndOfFileError if the file ends first, GenericSystemError on an OS error; both name the
+/// file, offset and size.
 std::size_t read_exact(
   int fd, void* buf, std::size_t size, std::size_t offset, const std::string& path)
 {
@@ -85,6 +86,8 @@ std::size_t read_exact(
   return size;
 }
 
+/// Writes exactly `size` bytes at `offset`, retrying interrupted and short writes; throws
+/// GenericSystemError naming the file, offset and size on failure.
 std::size_t write_exact(
   int fd, const void* buf, std::size_t size, std::size_t offset, const std::string& path)
 {
@@ -107,53 +110,38 @@ std::size_t write_exact(
   return size;
 }
 
-std::size_t posix_host_read(
-  const OpenFile& file, void* buf, std::size_t size, std::size_t offset, bool direct_io)
-{
-  if (!direct_io || file.fd_direct() < 0 || size < page_size) {
-    return read_exact(file.fd(), buf, size, offset, file.path());
-  }
-  auto* out                 = static_cast<char*>(buf);
-  auto [head, middle, tail] = split_for_direct_io(size, offset);
-  read_exact(file.fd(), out, head, offset, file.path());
-  if (is_page_aligned(out + head)) {
-    read_exact(file.fd_direct(), out + head, middle, offset + head, file.path());
-  } else {
-    const std::size_t chunk =
-      std::max(page_size, defaults::bounce_buffer_size() / page_size * page_size);
-    char* bounce = scratch.get(std::min(chunk, middle));
-    for (std::size_t pos = 0; pos < middle; pos += chunk) {
-      std::size_t n = std::min(chunk, middle - pos);
-      read_exact(file.fd_direct(), bounce, n, offset + head + pos, file.path());
-      std::memcpy(out + head + pos, bounce, n);
-    }
-  }
-  read_exact(file.fd(), out + head + middle, tail, offset + head + middle, file.path());
-  return size;
-}
+}  // namespace
 
-std::size_t posix_host_write(
-  const OpenFile& file, const void* buf, std::size_t size, std::size_t offset, bool direct_io)
+std::size_t posix_host_io(Direction direction,
+                          const OpenFile& file,
+                          char* buf,
+                          std::size_t size,
+                          std::size_t offset,
+                          bool direct_io)
 {
+  const bool write = direction == Direction::write;
+  auto exact       = [&](int fd, char* p, std::size_t n, std::size_t at) {
+    return write ? write_exact(fd, p, n, at, file.path()) : read_exact(fd, p, n, at, file.path());
+  };
   if (!direct_io || file.fd_direct() < 0 || size < page_size) {
-    return write_exact(file.fd(), buf, size, offset, file.path());
+    return exact(file.fd(), buf, size, offset);
   }
-  const auto* in            = static_cast<const char*>(buf);
   auto [head, middle, tail] = split_for_direct_io(size, offset);
-  write_exact(file.fd(), in, head, offset, file.path());
-  if (is_page_aligned(in + head)) {
-    write_exact(file.fd_direct(), in + head, middle, offset + head, file.path());
+  exact(file.fd(), buf, head, offset);
+  if (is_page_aligned(buf + head)) {
+    exact(file.fd_direct(), buf + head, middle, offset + head);
   } else {
     const std::size_t chunk =
       std::max(page_size, defaults::bounce_buffer_size() / page_size * page_size);
     char* bounce = scratch.get(std::min(chunk, middle));
     for (std::size_t pos = 0; pos < middle; pos += chunk) {
-      std::size_t n = std::min(chunk, middle - pos);
-      std::memcpy(bounce, in + head + pos, n);
-      write_exact(file.fd_direct(), bounce, n, offset + head + pos, file.path());
+      const std::size_t n = std::min(chunk, middle - pos);
+      if (write) { std::memcpy(bounce, buf + head + pos, n); }
+      exact(file.fd_direct(), bounce, n, offset + head + pos);
+      if (!write) { std::memcpy(buf + head + pos, bounce, n); }
     }
   }
-  write_exact(file.fd(), in + head + middle, tail, offset + head + middle, file.path());
+  exact(file.fd(), buf + head + middle, tail, offset + head + middle);
   return size;
 }
 

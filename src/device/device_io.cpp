@@ -78,7 +78,7 @@ std::size_t posix_device_read(const OpenFile& file,
     const std::size_t n = std::min(half, size - pos);
     char* h             = halves[i % 2];
     // The copy that last used this half was two chunks ago and was waited for below.
-    posix_host_read(file, h, n, offset + pos, direct_io);
+    posix_host_io(Direction::read, file, h, n, offset + pos, direct_io);
     // Wait for the previous chunk's copy so that its half is free for the next read.
     drain.sync(range_text(file, offset, size));
     cuda_check(api.MemcpyHtoDAsync(as_dptr(out + pos), h, n, stream),
@@ -120,7 +120,7 @@ std::size_t posix_device_write(const OpenFile& file,
                  "cuMemcpyDtoHAsync",
                  range_text(file, offset + pos + n, next));
     }
-    posix_host_write(file, halves[i % 2], n, offset + pos, direct_io);
+    posix_host_io(Direction::write, file, halves[i % 2], n, offset + pos, direct_io);
   }
   drain.sync(range_text(file, offset, size));
   return size;

@@ -66,57 +66,36 @@ void cufile_deregister_handle(void* handle) noexcept
   if (handle != nullptr) { CufileAPI::instance().HandleDeregister(handle); }
 }
 
-std::size_t cufile_read(const OpenFile& file,
-                        CUcontext ctx,
-                        const void* dev_base,
-                        std::size_t size,
-                        std::size_t file_offset,
-                        std::size_t dev_offset,
-                        bool sync_default_stream)
+std::size_t cufile_io(Direction direction,
+                      const OpenFile& file,
+                      CUcontext ctx,
+                      const void* dev_base,
+                      std::size_t size,
+                      std::size_t file_offset,
+                      std::size_t dev_offset,
+                      bool sync_default_stream)
 {
-  auto& api = CufileAPI::instance();
+  const bool write = direction == Direction::write;
+  const char* call = write ? "cuFileWrite" : "cuFileRead";
+  auto& api        = CufileAPI::instance();
   ContextGuard guard(ctx);
   sync_null_stream(sync_default_stream);
   std::size_t done = 0;
   while (done < size) {
-    ssize_t n = api.Read(file.cufile_handle(),
-                         const_cast<void*>(dev_base),
-                         size - done,
-                         static_cast<off_t>(file_offset + done),
-                         static_cast<off_t>(dev_offset + done));
-    if (n < 0) { throw_io_error(n, "cuFileRead", where(file, file_offset, size)); }
+    const auto at     = static_cast<off_t>(file_offset + done);
+    const auto dev_at = static_cast<off_t>(dev_offset + done);
+    const ssize_t n =
+      write ? api.Write(file.cufile_handle(), dev_base, size - done, at, dev_at)
+            : api.Read(file.cufile_handle(), const_cast<void*>(dev_base), size - done, at, dev_at);
+    if (n < 0) { throw_io_error(n, call, where(file, file_offset, size)); }
+    if (n == 0 && write) {
+      throw GenericSystemError(EIO,
+                               std::string(call) + " of " + where(file, file_offset, size) +
+                                 " made no progress after " + std::to_string(done) + " bytes");
+    }
     if (n == 0) {
       throw EndOfFileError("read past the end of file " + where(file, file_offset, size) +
                            ": the file is " + std::to_string(file.nbytes()) + " bytes long");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return size;
-}
-
-std::size_t cufile_write(const OpenFile& file,
-                         CUcontext ctx,
-                         const void* dev_base,
-                         std::size_t size,
-                         std::size_t file_offset,
-                         std::size_t dev_offset,
-                         bool sync_default_stream)
-{
-  auto& api = CufileAPI::instance();
-  ContextGuard guard(ctx);
-  sync_null_stream(sync_default_stream);
-  std::size_t done = 0;
-  while (done < size) {
-    ssize_t n = api.Write(file.cufile_handle(),
-                          dev_base,
-                          size - done,
-                          static_cast<off_t>(file_offset + done),
-                          static_cast<off_t>(dev_offset + done));
-    if (n < 0) { throw_io_error(n, "cuFileWrite", where(file, file_offset, size)); }
-    if (n == 0) {
-      throw GenericSystemError(EIO,
-                               "cuFileWrite of " + where(file, file_offset, size) +
-                                 " made no progress after " + std::to_string(done) + " bytes");
     }
     done += static_cast<std::size_t>(n);
   }
