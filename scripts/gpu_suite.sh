@@ -9,7 +9,9 @@
 #   3. runs the whole pytest suite (CuPy, Numba, PyTorch buffers, zarr with GPU buffers);
 #   4. benchmarks: kvikio bench --memory device (4 GiB, 16 threads, hot page cache, POSIX
 #      pipeline and cuFile; cold Direct IO), the Python-layer overhead and the zarr read;
-#   5. only with 2+ GPUs (nvidia-smi -L): the multi-GPU tests and kvikio bench --devices 0,1.
+#   5. only with 2+ GPUs (nvidia-smi -L): the multi-GPU tests and kvikio bench --devices 0,1;
+#   6. the Python package built again with the image's own compiler (CXX=/opt/gcc/bin/g++,
+#      which links libstdc++ statically), then the CuPy and cuFile tests with that build.
 # Logs go to $OUT/logs.tgz (the device tool brings back at most 8 files) beside summary.txt;
 # a short table is printed last. Every step has a time limit, so the summary always comes back.
 #
@@ -35,6 +37,7 @@ export PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=$JOBS
 # That machine's default compiler (CXX=/opt/gcc/bin/g++) links libstdc++ statically, so
 # libkvikio.so would carry and export a private libstdc++; a Python process that then loads
 # the system one (import cupy) crashes in its locale set-up. The system g++ links it shared.
+IMAGE_CXX=${CXX:-}
 if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi
 
 # Build where O_DIRECT works (not tmpfs): the tests create their files in the build tree.
@@ -141,6 +144,33 @@ if [ "$NGPU" -ge 2 ]; then
   MULTI_FILES=(bench_multi_posix bench_multi_cufile)
 else
   note "multi-GPU block: skipped ($NGPU GPU(s) listed by nvidia-smi -L)"
+fi
+
+# --- 6. the image's own compiler -------------------------------------------------------------
+# Built that way, libkvikio.so once exported its private libstdc++ and `import cupy` crashed
+# beside it; CMakeLists.txt now keeps symbols of static archives local. Checked here: what the
+# library exports, and the GPU Python tests with that build.
+if [ -n "$IMAGE_CXX" ] && [ "$IMAGE_CXX" != /usr/bin/g++ ] && [ -x "$IMAGE_CXX" ]; then
+  STATIC_SITE=/tmp/site-image-cxx
+  if (cd "$SRC" && CXX=$IMAGE_CXX CC=${IMAGE_CXX%++}cc timeout 240 python3 -m pip install \
+        --no-build-isolation --no-deps -q -C build-dir=/tmp/skbuild-image-cxx --target "$STATIC_SITE" .) \
+       > "$OUT/install_image_cxx.log" 2>&1; then
+    LIB=$(find "$STATIC_SITE" -name 'libkvikio.so*' -type f | head -1)
+    {
+      "$IMAGE_CXX" --version | head -1
+      echo "libstdc++ in ldd: $(ldd "$LIB" | grep -c stdc++)"
+      echo "std::locale symbols exported: $(nm -DC --defined-only "$LIB" | grep -c 'std::locale')"
+      PYTHONPATH=$STATIC_SITE python3 -c 'import kvikio; print("kvikio from", kvikio.__file__)'
+    } >> "$OUT/install_image_cxx.log" 2>&1
+    (cd "$SRC" && PYTHONPATH=$STATIC_SITE:${PYTHONPATH:-} timeout 120 python3 -m pytest -q -p no:cacheprovider \
+       python/tests/test_gpu.py python/tests/test_cufile.py python/tests/test_cufile_driver.py) \
+      > "$OUT/pytest_image_cxx.log" 2>&1
+    note "image compiler ($IMAGE_CXX): rc=$? $(tail -1 "$OUT/pytest_image_cxx.log"); $(tail -4 "$OUT/install_image_cxx.log" | tr '\n' ' ')"
+  else
+    note "image compiler ($IMAGE_CXX): Python package FAILED to build (install_image_cxx.log)"
+  fi
+else
+  note "image compiler step: skipped (CXX='$IMAGE_CXX')"
 fi
 
 echo

@@ -5,7 +5,8 @@
 #   3. the thread-pool and parallel-IO suites under ThreadSanitizer
 #   4. formatting (clang-format)
 #   5. an installed-package consumer built with find_package(kvikio)
-#   6. the Python package: pip install . into a fresh virtual environment, then pytest
+#   6. a build that links libstdc++ statically exports none of it (a GPU-machine crash)
+#   7. the Python package: pip install . into a fresh virtual environment, then pytest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -37,6 +38,18 @@ cmake --install "$BUILD_DIR" --prefix "$PWD/build-install" >/dev/null
 cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build-install" >/dev/null
 cmake --build build-consumer
 ./build-consumer/consumer
+
+step "a statically linked libstdc++ stays private to libkvikio.so"
+# The GPU machine's default g++ links libstdc++ statically; exported, that copy mixed with the
+# system one in any process that also imported CuPy, and crashed (see CMakeLists.txt).
+cmake -S . -B build-static-libstdcxx -G Ninja -DKVIKIO_BUILD_TESTS=OFF -DKVIKIO_BUILD_TOOLS=OFF \
+  -DCMAKE_SHARED_LINKER_FLAGS="-static-libstdc++ -static-libgcc" >/dev/null
+cmake --build build-static-libstdcxx -j"$JOBS"
+exported=$(nm -DC --defined-only build-static-libstdcxx/src/libkvikio.so | grep -c 'std::locale' || true)
+if [ "$exported" != 0 ]; then
+  echo "libkvikio.so built with -static-libstdc++ exports $exported std::locale symbols"; exit 1
+fi
+echo "libkvikio.so built with -static-libstdc++: no libstdc++ internals exported"
 
 step "Python package: pip install . and pytest"
 rm -rf .venv
