@@ -185,13 +185,17 @@ void fill_random(char* p, std::size_t n)
   }
 }
 
-/// The limit: `threads` plain threads taking task_size pieces off a shared counter and moving
-/// each with one pread/pwrite loop. No library code is involved.
+/// The limit: `threads` plain threads taking task_size pieces of the benchmark file off a
+/// shared counter and moving each with one pread/pwrite loop, on a descriptor opened with
+/// `open_flags` added (O_DIRECT or 0). No library code is involved.
 /// With `copies` > 1 the file is moved that many times over (each copy cut into the same
 /// pieces), as the multi-device read moves it once per device.
 void plain_parallel_io(
-  bool write, int fd, char* buf, std::size_t size, const Options& o, std::size_t copies = 1)
+  bool write, int open_flags, char* buf, const Options& o, std::size_t copies = 1)
 {
+  const int fd = ::open(o.file.c_str(), (write ? O_WRONLY : O_RDONLY) | open_flags);
+  if (fd < 0) { throw GenericSystemError("cannot open " + o.file); }
+  const std::size_t size            = o.size;
   const std::size_t pieces_per_copy = (size + o.task_size - 1) / o.task_size;
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
@@ -220,6 +224,7 @@ void plain_parallel_io(
   for (auto& t : pool) {
     t.join();
   }
+  ::close(fd);
   if (failed) { throw std::runtime_error("the plain parallel loop failed on the benchmark file"); }
 }
 
@@ -368,12 +373,8 @@ Result run_multi_read(const Options& o,
         }
       }
     }
-    r.limit_runs.push_back(seconds_of([&] {
-      int fd = ::open(o.file.c_str(), O_RDONLY | plain_flags);
-      if (fd < 0) { throw GenericSystemError("cannot open " + o.file); }
-      plain_parallel_io(false, fd, buffers.limit_dst(), o.size, o, n);
-      ::close(fd);
-    }));
+    r.limit_runs.push_back(
+      seconds_of([&] { plain_parallel_io(false, plain_flags, buffers.limit_dst(), o, n); }));
   }
   const double gb = static_cast<double>(o.size) / 1e9;
   r.ours_gbps     = gb * static_cast<double>(n) / median(r.ours_runs);
@@ -471,9 +472,10 @@ int run_bench(int argc, char** argv, int first)
     const bool write = op == "write";
     Result r{op, 0, 0, 0, {}, {}, {}, {}};
     if (!write && !o.direct_io) {
+      // Through the page cache itself: a read through the library may go through cuFile,
+      // whose O_DIRECT reads would leave the cache as cold as it was.
       progress("warming the page cache");
-      FileHandle f(o.file, "r");
-      f.pread(buffers.ours_dst(), o.size, 0).get();
+      plain_parallel_io(false, 0, buffers.limit_dst(), o);
     }
     if (!write && multi) {
       r = run_multi_read(o, buffers, multi_bufs, plain_flags);
@@ -499,11 +501,8 @@ int run_bench(int argc, char** argv, int first)
       };
       auto run_limit = [&] {
         r.limit_runs.push_back(seconds_of([&] {
-          int fd = ::open(o.file.c_str(), (write ? O_WRONLY : O_RDONLY) | plain_flags);
-          if (fd < 0) { throw GenericSystemError("cannot open " + o.file); }
           plain_parallel_io(
-            write, fd, write ? buffers.limit_src() : buffers.limit_dst(), o.size, o);
-          ::close(fd);
+            write, plain_flags, write ? buffers.limit_src() : buffers.limit_dst(), o);
         }));
       };
       // Take turns going first: a disk (or a virtual disk's host cache) that favours the
