@@ -71,9 +71,6 @@ class TestGDSStoreConformanceGPU(TestGDSStoreConformance):
         with zarr.config.enable_gpu():
             yield
 
-    async def get(self, store: GDSStore, key: str):
-        return self.buffer_cls.from_bytes((store.root / key).read_bytes())
-
     async def test_values_come_back_in_device_memory(self, store: GDSStore) -> None:
         from zarr.core.buffer import default_buffer_prototype
 
