@@ -356,6 +356,8 @@ TEST_F(DeviceIO, FailedCopyRaisesNamingTheFileAndLeavesThePoolUsable)
   fail("cuMemcpyHtoDAsync", 3, CUDA_ERROR_LAUNCH_FAILED);
   KVIKIO_EXPECT_THROW_WITH(
     f.read(dev.data(), n, 0, 0), kvikio::CUfileDriverException, "CUDA_ERROR_LAUNCH_FAILED");
+  fail("cuMemcpyHtoDAsync", 3, CUDA_ERROR_LAUNCH_FAILED);
+  KVIKIO_EXPECT_THROW_WITH(f.read(dev.data(), n, 0, 0), kvikio::CUfileDriverException, path);
   fail("cuMemcpyDtoHAsync", 2, CUDA_ERROR_LAUNCH_FAILED);
   KVIKIO_EXPECT_THROW_WITH(f.write(dev.data(), n, 0, 0), kvikio::CUfileDriverException, path);
   fail("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY);

@@ -52,6 +52,38 @@ std::string range_text(const OpenFile& file, std::size_t offset, std::size_t siz
          std::to_string(size) + " bytes)";
 }
 
+/// Moves `size` bytes into device memory `dst` through the two halves of a pooled bounce
+/// buffer: `fill(half, n, pos)` puts bytes [pos, pos + n) of the source into a half while the
+/// copy engine moves the other half's chunk to the device. `what` names the transfer in errors.
+void stage_to_device(CUcontext ctx,
+                     void* dst,
+                     std::size_t size,
+                     const std::function<void(char*, std::size_t, std::size_t)>& fill,
+                     const std::string& what)
+{
+  const auto& api = *cuda_api_or_throw(what);
+  ContextGuard guard(ctx);
+  CUstream stream = thread_stream(ctx);
+  BounceBuffer bounce;
+  const std::size_t half = bounce.size() / 2 / page_size * page_size;
+  char* halves[2]        = {bounce.data(), bounce.data() + half};
+  auto* out              = static_cast<char*>(dst);
+  StreamDrain drain(stream);
+  std::size_t i = 0;
+  for (std::size_t pos = 0; pos < size; pos += half, ++i) {
+    const std::size_t n = std::min(half, size - pos);
+    char* h             = halves[i % 2];
+    // The copy that last used this half was two chunks ago and was waited for below.
+    fill(h, n, pos);
+    // Wait for the previous chunk's copy so that its half is free for the next fill.
+    drain.sync(what);
+    cuda_check(api.MemcpyHtoDAsync(as_dptr(out + pos), h, n, stream),
+               "cuMemcpyHtoDAsync",
+               what + ", the " + std::to_string(n) + " bytes at byte " + std::to_string(pos));
+  }
+  drain.sync(what);
+}
+
 }  // namespace
 
 // Each bounce buffer is used as two halves: the disk transfer of one chunk fills (or drains)
@@ -65,27 +97,14 @@ std::size_t posix_device_read(const OpenFile& file,
                               bool direct_io)
 {
   if (size == 0) { return 0; }
-  const auto& api = *cuda_api_or_throw("reading '" + file.path() + "' into device memory");
-  ContextGuard guard(ctx);
-  CUstream stream = thread_stream(ctx);
-  BounceBuffer bounce;
-  const std::size_t half = bounce.size() / 2 / page_size * page_size;
-  char* halves[2]        = {bounce.data(), bounce.data() + half};
-  auto* out              = static_cast<char*>(dst);
-  StreamDrain drain(stream);
-  std::size_t i = 0;
-  for (std::size_t pos = 0; pos < size; pos += half, ++i) {
-    const std::size_t n = std::min(half, size - pos);
-    char* h             = halves[i % 2];
-    // The copy that last used this half was two chunks ago and was waited for below.
-    posix_host_io(Direction::read, file, h, n, offset + pos, direct_io);
-    // Wait for the previous chunk's copy so that its half is free for the next read.
-    drain.sync(range_text(file, offset, size));
-    cuda_check(api.MemcpyHtoDAsync(as_dptr(out + pos), h, n, stream),
-               "cuMemcpyHtoDAsync",
-               range_text(file, offset + pos, n));
-  }
-  drain.sync(range_text(file, offset, size));
+  stage_to_device(
+    ctx,
+    dst,
+    size,
+    [&](char* half, std::size_t n, std::size_t pos) {
+      posix_host_io(Direction::read, file, half, n, offset + pos, direct_io);
+    },
+    "reading into device memory " + range_text(file, offset, size));
   return size;
 }
 
@@ -129,24 +148,13 @@ std::size_t posix_device_write(const OpenFile& file,
 void copy_host_to_device(CUcontext ctx, void* dst, const void* src, std::size_t size)
 {
   if (size == 0) { return; }
-  const auto& api = *cuda_api_or_throw("copying to device memory");
-  ContextGuard guard(ctx);
-  CUstream stream = thread_stream(ctx);
-  BounceBuffer bounce;
-  const std::size_t half = bounce.size() / 2 / page_size * page_size;
-  char* halves[2]        = {bounce.data(), bounce.data() + half};
-  auto* out              = static_cast<char*>(dst);
-  const auto* in         = static_cast<const char*>(src);
-  StreamDrain drain(stream);
-  std::size_t i = 0;
-  for (std::size_t pos = 0; pos < size; pos += half, ++i) {
-    const std::size_t n = std::min(half, size - pos);
-    std::memcpy(halves[i % 2], in + pos, n);
-    drain.sync("copying " + std::to_string(size) + " bytes to device memory");
-    cuda_check(api.MemcpyHtoDAsync(as_dptr(out + pos), halves[i % 2], n, stream),
-               "cuMemcpyHtoDAsync");
-  }
-  drain.sync("copying " + std::to_string(size) + " bytes to device memory");
+  const auto* in = static_cast<const char*>(src);
+  stage_to_device(
+    ctx,
+    dst,
+    size,
+    [in](char* half, std::size_t n, std::size_t pos) { std::memcpy(half, in + pos, n); },
+    "copying " + std::to_string(size) + " bytes to device memory");
 }
 
 }  // namespace kvikio::detail
