@@ -19,6 +19,7 @@
 #include <kvikio/mmap.hpp>
 #include <kvikio/shim.hpp>
 
+#include "api/open_handle.hpp"
 #include "core/open_file.hpp"
 #include "device_test_utils.hpp"
 #include "test_utils.hpp"
@@ -355,15 +356,15 @@ TEST_F(DeviceIO, FailedCopyRaisesNamingTheFileAndLeavesThePoolUsable)
   FileHandle f(path, "r+", FileHandle::m644, CompatMode::ON);
   fail("cuMemcpyHtoDAsync", 3, CUDA_ERROR_LAUNCH_FAILED);
   KVIKIO_EXPECT_THROW_WITH(
-    f.read(dev.data(), n, 0, 0), kvikio::CUfileDriverException, "CUDA_ERROR_LAUNCH_FAILED");
+    f.read(dev.data(), n, 0, 0), kvikio::CudaDriverError, "CUDA_ERROR_LAUNCH_FAILED");
   fail("cuMemcpyHtoDAsync", 3, CUDA_ERROR_LAUNCH_FAILED);
-  KVIKIO_EXPECT_THROW_WITH(f.read(dev.data(), n, 0, 0), kvikio::CUfileDriverException, path);
+  KVIKIO_EXPECT_THROW_WITH(f.read(dev.data(), n, 0, 0), kvikio::CudaDriverError, path);
   fail("cuMemcpyDtoHAsync", 2, CUDA_ERROR_LAUNCH_FAILED);
-  KVIKIO_EXPECT_THROW_WITH(f.write(dev.data(), n, 0, 0), kvikio::CUfileDriverException, path);
+  KVIKIO_EXPECT_THROW_WITH(f.write(dev.data(), n, 0, 0), kvikio::CudaDriverError, path);
   fail("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY);
   kvikio::bounce_buffer_free();
   KVIKIO_EXPECT_THROW_WITH(
-    f.pread(dev.data(), n, 0).get(), kvikio::CUfileDriverException, "CUDA_ERROR_OUT_OF_MEMORY");
+    f.pread(dev.data(), n, 0).get(), kvikio::CudaDriverError, "CUDA_ERROR_OUT_OF_MEMORY");
   // Everything works again afterwards.
   EXPECT_EQ(f.pread(dev.data(), n, 0, 256 * KiB).get(), n);
   EXPECT_EQ(to_host(dev, n), random_bytes(n, 9));
@@ -580,7 +581,7 @@ TEST_F(DeviceIO, AutoFallsBackPerFileWhenCufileCannotRegisterIt)
   if (f.compat_mode() == CompatMode::OFF) {
     GTEST_SKIP() << "cuFile registers files here (no fallback to test)";
   }
-  const auto why = f.open_file()->fallback_reason();
+  const auto why = kvikio::detail::FileHandleAccess::state(f)->fallback_reason;
   EXPECT_FALSE(why.empty());
   KVIKIO_EXPECT_THROW_WITH(
     FileHandle(path, "r", FileHandle::m644, CompatMode::OFF), kvikio::CUfileException, path);

@@ -31,7 +31,7 @@ TEST(ShimStatus, UnusableDriverIsReportedWithItsReasonAndHostIoStillWorks)
   EXPECT_EQ(kvikio::device_count(), 0);
 
   // Device helpers say why they cannot work; host IO is unaffected.
-  KVIKIO_EXPECT_THROW_WITH(kvikio::DeviceBuffer(10), kvikio::CUfileDriverException, expect);
+  KVIKIO_EXPECT_THROW_WITH(kvikio::DeviceBuffer(10), kvikio::CudaDriverError, expect);
   kvikio::test::TempDir dir;
   const auto data = kvikio::test::random_bytes(5000, 3);
   kvikio::test::write_file(dir.file("a.bin"), data);

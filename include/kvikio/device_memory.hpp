@@ -2,7 +2,7 @@
 /// @file device_memory.hpp
 /// Small helpers for device memory through the run-time CUDA shim, so that tests, the
 /// benchmark tool and bindings can allocate and fill device buffers without linking CUDA.
-/// All throw CUfileDriverException naming the call when the driver is missing or fails.
+/// All throw CudaDriverError naming the call when the driver is missing or fails.
 #include <cstddef>
 
 namespace kvikio {

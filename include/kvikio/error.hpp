@@ -31,10 +31,11 @@ class CUfileException : public Error {
   using Error::Error;
 };
 
-/// A CUDA driver call failed (name kept from libkvikio).
-class CUfileDriverException : public Error {
+/// A CUDA driver call failed. A CUfileException too, since libkvikio reports CUDA driver
+/// failures as CUfileException: handlers written for it keep catching these.
+class CudaDriverError : public CUfileException {
  public:
-  using Error::Error;
+  using CUfileException::CUfileException;
 };
 
 /// An OS call failed; `code()` holds the errno value (OSError in Python).

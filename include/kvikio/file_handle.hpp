@@ -17,8 +17,9 @@
 namespace kvikio {
 
 namespace detail {
-class OpenFile;
-}
+struct OpenHandle;
+struct FileHandleAccess;
+}  // namespace detail
 
 /// Passed as `file_offset` to a write: 0, or the end of the file when it was opened with "a".
 inline constexpr std::size_t unspecified_offset = std::numeric_limits<std::size_t>::max();
@@ -146,16 +147,11 @@ class FileHandle {
   /// True when an O_DIRECT descriptor could be opened for this file.
   [[nodiscard]] bool is_direct_io_supported() const noexcept;
 
-  /// The shared state behind the handle (for the library's own backends).
-  [[nodiscard]] const std::shared_ptr<detail::OpenFile>& open_file() const noexcept
-  {
-    return file_;
-  }
-
  private:
-  const detail::OpenFile& checked_open_file() const;
+  friend struct detail::FileHandleAccess;
+  const detail::OpenHandle& checked_open_file() const;
   std::string path_;
-  std::shared_ptr<detail::OpenFile> file_;
+  std::shared_ptr<detail::OpenHandle> file_;
 };
 
 }  // namespace kvikio

@@ -11,8 +11,6 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 
-#include "gds/cufile_io.hpp"
-
 namespace kvikio::detail {
 
 int open_flags_from_mode(const std::string& flags)
@@ -55,12 +53,7 @@ int open_flags_from_mode(const std::string& flags)
   }
 }
 
-OpenFile::OpenFile(std::string path,
-                   const std::string& flags,
-                   mode_t mode,
-                   CompatMode compat_mode,
-                   bool allow_fallback)
-  : path_(std::move(path)), compat_mode_(compat_mode)
+OpenFile::OpenFile(std::string path, const std::string& flags, mode_t mode) : path_(std::move(path))
 {
   const int oflags = open_flags_from_mode(flags);
   readable_        = (oflags & O_ACCMODE) != O_WRONLY;
@@ -78,31 +71,14 @@ OpenFile::OpenFile(std::string path,
   }
   // The O_DIRECT descriptor must not truncate again; file systems without O_DIRECT (tmpfs)
   // refuse it with EINVAL, which leaves Direct IO off for this file.
-  fd_direct_             = ::open(path_.c_str(), (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT);
-  const int direct_errno = errno;
-  if (compat_mode_ == CompatMode::OFF) {
-    // cuFile needs an O_DIRECT descriptor registered with it.
-    std::string why;
-    if (fd_direct_ < 0) {
-      why = std::string("the O_DIRECT open failed: ") + std::strerror(direct_errno);
-    } else {
-      cufile_handle_ = cufile_register_handle(fd_direct_, &why);
-    }
-    if (cufile_handle_ == nullptr) {
-      if (!allow_fallback) {
-        if (fd_direct_ >= 0) { ::close(fd_direct_); }
-        ::close(fd_);
-        throw CUfileException("cannot use cuFile for '" + path_ + "' (compat mode OFF): " + why);
-      }
-      compat_mode_     = CompatMode::ON;
-      fallback_reason_ = why;
-    }
+  fd_direct_ = ::open(path_.c_str(), (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT);
+  if (fd_direct_ < 0) {
+    direct_io_error_ = std::string("the O_DIRECT open failed: ") + std::strerror(errno);
   }
 }
 
 OpenFile::~OpenFile() noexcept
 {
-  cufile_deregister_handle(cufile_handle_);
   if (fd_direct_ >= 0) { ::close(fd_direct_); }
   if (fd_ >= 0) { ::close(fd_); }
 }

@@ -14,18 +14,11 @@
 #include <kvikio/error.hpp>
 
 #include "core/open_file.hpp"
-#include "core/task_split.hpp"
+#include "core/alignment.hpp"
+#include "core/format.hpp"
 
 namespace kvikio::detail {
 namespace {
-
-std::string where(const std::string& path, std::size_t offset, std::size_t size)
-{
-  return "'" + path + "' at offset " + std::to_string(offset) + " (" + std::to_string(size) +
-         " bytes)";
-}
-
-bool is_page_aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % page_size == 0; }
 
 /// A page-aligned scratch buffer per thread, for O_DIRECT transfers into unaligned user
 /// buffers. Kept for the thread's life: at most one bounce_buffer_size per thread.
@@ -38,7 +31,7 @@ struct AlignedScratch {
 
   char* get(std::size_t want)
   {
-    want = (want + page_size - 1) / page_size * page_size;
+    want = align_up(want);
     if (size < want) {
       void* p = nullptr;
       if (posix_memalign(&p, page_size, want) != 0) { throw std::bad_alloc(); }
@@ -73,12 +66,12 @@ std::size_t read_exact(
     ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) { continue; }
-      throw GenericSystemError("read of " + where(path, offset, size) + " failed");
+      throw GenericSystemError("read of " + file_range_text(path, offset, size) + " failed");
     }
     if (n == 0) {
       struct stat st {};
       std::string length = ::fstat(fd, &st) == 0 ? std::to_string(st.st_size) : "unknown";
-      throw EndOfFileError("read past the end of file " + where(path, offset, size) +
+      throw EndOfFileError("read past the end of file " + file_range_text(path, offset, size) +
                            ": the file is " + length + " bytes long");
     }
     done += static_cast<std::size_t>(n);
@@ -97,12 +90,12 @@ std::size_t write_exact(
     ssize_t n = ::pwrite(fd, in + done, size - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) { continue; }
-      throw GenericSystemError("write of " + where(path, offset, size) + " failed after " +
-                               std::to_string(done) + " bytes");
+      throw GenericSystemError("write of " + file_range_text(path, offset, size) +
+                               " failed after " + std::to_string(done) + " bytes");
     }
     if (n == 0) {
       throw GenericSystemError(EIO,
-                               "write of " + where(path, offset, size) +
+                               "write of " + file_range_text(path, offset, size) +
                                  " made no progress after " + std::to_string(done) + " bytes");
     }
     done += static_cast<std::size_t>(n);

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/settings_internal.hpp"
-#include "shim/availability.hpp"
+#include "shim/cufile_api.hpp"
 
 namespace kvikio {
 namespace {
@@ -237,7 +237,7 @@ bool defaults::is_compat_mode_preferred(CompatMode mode)
 {
   if (mode == CompatMode::ON) { return true; }
   if (mode == CompatMode::OFF) { return false; }
-  return !detail::cufile_usable();
+  return !detail::cufile_driver_usable();
 }
 
 unsigned int defaults::num_threads() { return get(&Settings::num_threads); }

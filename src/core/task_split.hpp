@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <vector>
 
-namespace kvikio::detail {
+#include "core/alignment.hpp"
 
-inline constexpr std::size_t page_size = 4096;
+namespace kvikio::detail {
 
 /// One piece of a request: `size` bytes at `file_offset`, `buf_offset` into the buffer.
 struct TaskRange {

@@ -9,7 +9,7 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 
-#include "core/task_split.hpp"
+#include "core/alignment.hpp"
 #include "device/pointer.hpp"
 #include "shim/cuda_api.hpp"
 

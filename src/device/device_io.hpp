@@ -12,7 +12,7 @@ class OpenFile;
 /// Reads `size` bytes at file `offset` into device memory `dst` (in context `ctx`), blocking.
 /// Runs on the calling thread with its own stream; the bounce buffer is page aligned, so the
 /// aligned middle of each chunk may use O_DIRECT when `direct_io`. Returns `size`; throws
-/// EndOfFileError / GenericSystemError / CUfileDriverException naming the file and range.
+/// EndOfFileError / GenericSystemError / CudaDriverError naming the file and range.
 std::size_t posix_device_read(const OpenFile& file,
                               CUcontext ctx,
                               void* dst,

@@ -54,7 +54,7 @@ DeviceBuffer::DeviceBuffer(std::size_t nbytes, int device, bool managed)
   const std::size_t n = nbytes == 0 ? 1 : nbytes;
   if (managed) {
     if (api.MemAllocManaged == nullptr) {
-      throw CUfileDriverException("cuMemAllocManaged is not exported by " + api.path());
+      throw CudaDriverError("cuMemAllocManaged is not exported by " + api.path());
     }
     detail::cuda_check(api.MemAllocManaged(&p, n, CU_MEM_ATTACH_GLOBAL), "cuMemAllocManaged", what);
   } else {

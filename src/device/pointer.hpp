@@ -21,7 +21,7 @@ struct PointerInfo {
 };
 
 /// Inspects `ptr`. Without a CUDA driver everything is host memory. Throws
-/// CUfileDriverException when the driver reports an error other than "not CUDA memory".
+/// CudaDriverError when the driver reports an error other than "not CUDA memory".
 PointerInfo get_pointer_info(const void* ptr);
 
 /// Throws std::out_of_range naming the pointer, allocation and request when

@@ -4,9 +4,11 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <utility>
 
 #include <kvikio/error.hpp>
 
+#include "core/format.hpp"
 #include "core/open_file.hpp"
 #include "device/pointer.hpp"
 #include "shim/cuda_api.hpp"
@@ -14,12 +16,6 @@
 
 namespace kvikio::detail {
 namespace {
-
-std::string where(const OpenFile& file, std::size_t offset, std::size_t size)
-{
-  return "'" + file.path() + "' at offset " + std::to_string(offset) + " (" + std::to_string(size) +
-         " bytes)";
-}
 
 /// cuFileRead/Write return -1 with errno for OS errors, and -CUfileOpError for cuFile's own.
 [[noreturn]] void throw_io_error(ssize_t ret, const char* call, const std::string& what)
@@ -42,12 +38,13 @@ void sync_null_stream(bool sync)
 
 }  // namespace
 
-void* cufile_register_handle(int fd, std::string* why) noexcept
+CufileRegistration CufileRegistration::try_register(int fd, std::string* why) noexcept
 {
+  CufileRegistration reg;
   auto& api = CufileAPI::instance();
   if (!api.driver_open()) {
     *why = api.reason();
-    return nullptr;
+    return reg;
   }
   CUfileDescr_t desc{};
   desc.type      = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
@@ -56,18 +53,34 @@ void* cufile_register_handle(int fd, std::string* why) noexcept
   CUfileError_t st = api.HandleRegister(&handle, &desc);
   if (st.err != CU_FILE_SUCCESS) {
     *why = "cuFileHandleRegister failed: " + cufile_error_text(st);
-    return nullptr;
+    return reg;
   }
-  return handle;
+  reg.handle_ = handle;
+  return reg;
 }
 
-void cufile_deregister_handle(void* handle) noexcept
+CufileRegistration::CufileRegistration(CufileRegistration&& o) noexcept
+  : handle_(std::exchange(o.handle_, nullptr))
 {
-  if (handle != nullptr) { CufileAPI::instance().HandleDeregister(handle); }
+}
+
+CufileRegistration& CufileRegistration::operator=(CufileRegistration&& o) noexcept
+{
+  if (this != &o) {
+    CufileRegistration old(std::move(*this));
+    handle_ = std::exchange(o.handle_, nullptr);
+  }
+  return *this;
+}
+
+CufileRegistration::~CufileRegistration() noexcept
+{
+  if (handle_ != nullptr) { CufileAPI::instance().HandleDeregister(handle_); }
 }
 
 std::size_t cufile_io(Direction direction,
                       const OpenFile& file,
+                      const CufileRegistration& cufile,
                       CUcontext ctx,
                       const void* dev_base,
                       std::size_t size,
@@ -85,17 +98,19 @@ std::size_t cufile_io(Direction direction,
     const auto at     = static_cast<off_t>(file_offset + done);
     const auto dev_at = static_cast<off_t>(dev_offset + done);
     const ssize_t n =
-      write ? api.Write(file.cufile_handle(), dev_base, size - done, at, dev_at)
-            : api.Read(file.cufile_handle(), const_cast<void*>(dev_base), size - done, at, dev_at);
-    if (n < 0) { throw_io_error(n, call, where(file, file_offset, size)); }
+      write ? api.Write(cufile.handle(), dev_base, size - done, at, dev_at)
+            : api.Read(cufile.handle(), const_cast<void*>(dev_base), size - done, at, dev_at);
+    if (n < 0) { throw_io_error(n, call, file_range_text(file.path(), file_offset, size)); }
     if (n == 0 && write) {
       throw GenericSystemError(EIO,
-                               std::string(call) + " of " + where(file, file_offset, size) +
+                               std::string(call) + " of " +
+                                 file_range_text(file.path(), file_offset, size) +
                                  " made no progress after " + std::to_string(done) + " bytes");
     }
     if (n == 0) {
-      throw EndOfFileError("read past the end of file " + where(file, file_offset, size) +
-                           ": the file is " + std::to_string(file.nbytes()) + " bytes long");
+      throw EndOfFileError("read past the end of file " +
+                           file_range_text(file.path(), file_offset, size) + ": the file is " +
+                           std::to_string(file.nbytes()) + " bytes long");
     }
     done += static_cast<std::size_t>(n);
   }

@@ -1,169 +1,19 @@
-// Stream-ordered IO (FileHandle::read_async/write_async), StreamFuture and stream registration.
+// StreamFuture (the argument block of a stream-ordered IO) and cuFile stream registration.
+#include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
-#include <kvikio/file_handle.hpp>
 #include <kvikio/stream.hpp>
 
-#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
-#include "core/open_file.hpp"
 #include "device/pointer.hpp"
 #include "shim/cuda_api.hpp"
 #include "shim/cufile_api.hpp"
 
 namespace kvikio {
-namespace {
-
-detail::PointerInfo require_device(const void* ptr, const char* op, const std::string& path)
-{
-  auto info = detail::get_pointer_info(ptr);
-  if (info.kind != detail::MemoryKind::DEVICE) {
-    throw std::invalid_argument(std::string(op) + " of '" + path +
-                                "' needs device memory, but the buffer is host memory");
-  }
-  return info;
-}
-
-void require_args(const void* size_p,
-                  const off_t* file_offset_p,
-                  const off_t* devPtr_offset_p,
-                  const ssize_t* bytes_p,
-                  const char* op,
-                  const std::string& path)
-{
-  if (size_p == nullptr || file_offset_p == nullptr || devPtr_offset_p == nullptr ||
-      bytes_p == nullptr) {
-    throw std::invalid_argument(std::string(op) + " of '" + path +
-                                "': size, offset and result pointers must not be null");
-  }
-  if (*file_offset_p < 0 || *devPtr_offset_p < 0) {
-    throw std::invalid_argument(std::string(op) + " of '" + path + "': negative offset (file " +
-                                std::to_string(*file_offset_p) + ", buffer " +
-                                std::to_string(*devPtr_offset_p) + ")");
-  }
-}
-
-// cuFile's stream API (1.15, compat mode) fails with EIO when the device address is not
-// 4 KiB aligned (seen on the H200), while cuFileRead handles it: such requests take the
-// stream-synchronised path instead.
-bool use_cufile_stream(const detail::OpenFile& file, const void* base, const off_t* dev_offset)
-{
-  const auto addr =
-    reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(*dev_offset);
-  return file.compat_mode() == CompatMode::OFF && detail::CufileAPI::instance().stream_api() &&
-         addr % 4096 == 0;
-}
-
-using detail::Direction;
-
-/// The one body of read_async and write_async, which differ only in direction.
-void stream_ordered_io(FileHandle& handle,
-                       const detail::OpenFile& file,
-                       Direction direction,
-                       void* devPtr_base,
-                       std::size_t* size_p,
-                       off_t* file_offset_p,
-                       off_t* devPtr_offset_p,
-                       ssize_t* bytes_p,
-                       CUstream stream)
-{
-  const bool write = direction == Direction::write;
-  const char* op   = write ? "write_async" : "read_async";
-  file.require(direction);
-  require_args(size_p, file_offset_p, devPtr_offset_p, bytes_p, op, file.path());
-  auto info = require_device(devPtr_base, op, file.path());
-  detail::ContextGuard guard(info.context);
-  if (*size_p == 0) {  // nothing to order: cuFile rejects empty stream IO
-    *bytes_p = 0;
-    return;
-  }
-  if (use_cufile_stream(file, devPtr_base, devPtr_offset_p)) {
-    const auto& api = detail::CufileAPI::instance();
-    detail::cufile_check(
-      (write ? api.WriteAsync : api.ReadAsync)(
-        file.cufile_handle(), devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_p, stream),
-      write ? "cuFileWriteAsync" : "cuFileReadAsync",
-      "of '" + file.path() + "'");
-    return;
-  }
-  // POSIX fallback: ordered by waiting for the stream's earlier work, then moving the data
-  // before returning, so that work queued on the stream afterwards sees it.
-  detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(stream),
-                     "cuStreamSynchronize",
-                     std::string("before ") + op + " of '" + file.path() + "'");
-  *bytes_p                 = -1;
-  const auto file_offset   = static_cast<std::size_t>(*file_offset_p);
-  const auto buffer_offset = static_cast<std::size_t>(*devPtr_offset_p);
-  *bytes_p                 = static_cast<ssize_t>(
-    write ? handle.write(devPtr_base, *size_p, file_offset, buffer_offset, false)
-                          : handle.read(devPtr_base, *size_p, file_offset, buffer_offset, false));
-}
-
-}  // namespace
-
-void FileHandle::read_async(void* devPtr_base,
-                            std::size_t* size_p,
-                            off_t* file_offset_p,
-                            off_t* devPtr_offset_p,
-                            ssize_t* bytes_read_p,
-                            CUstream stream)
-{
-  stream_ordered_io(*this,
-                    checked_open_file(),
-                    Direction::read,
-                    devPtr_base,
-                    size_p,
-                    file_offset_p,
-                    devPtr_offset_p,
-                    bytes_read_p,
-                    stream);
-}
-
-void FileHandle::write_async(void* devPtr_base,
-                             std::size_t* size_p,
-                             off_t* file_offset_p,
-                             off_t* devPtr_offset_p,
-                             ssize_t* bytes_written_p,
-                             CUstream stream)
-{
-  stream_ordered_io(*this,
-                    checked_open_file(),
-                    Direction::write,
-                    devPtr_base,
-                    size_p,
-                    file_offset_p,
-                    devPtr_offset_p,
-                    bytes_written_p,
-                    stream);
-}
-
-StreamFuture FileHandle::read_async(
-  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
-{
-  checked_open_file();
-  auto info = detail::get_pointer_info(devPtr_base);
-  StreamFuture f(devPtr_base, size, file_offset, devPtr_offset, stream, info.context);
-  auto [base, size_p, fo_p, do_p, bytes_p, s] = f.get_args();
-  read_async(base, size_p, fo_p, do_p, bytes_p, s);
-  return f;
-}
-
-StreamFuture FileHandle::write_async(
-  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
-{
-  checked_open_file();
-  auto info = detail::get_pointer_info(devPtr_base);
-  StreamFuture f(devPtr_base, size, file_offset, devPtr_offset, stream, info.context);
-  auto [base, size_p, fo_p, do_p, bytes_p, s] = f.get_args();
-  write_async(base, size_p, fo_p, do_p, bytes_p, s);
-  return f;
-}
-
-void* FileHandle::handle() const noexcept { return file_ ? file_->cufile_handle() : nullptr; }
 
 StreamFuture::StreamFuture(void* devPtr_base,
                            std::size_t size,

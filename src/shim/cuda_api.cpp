@@ -105,15 +105,15 @@ std::string cuda_error_name(CUresult r) { return error_name(CudaAPI::instance().
 void cuda_check(CUresult r, const char* call, const std::string& context)
 {
   if (r == CUDA_SUCCESS) { return; }
-  throw CUfileDriverException(std::string(call) + " failed: " + cuda_error_name(r) +
-                              (context.empty() ? "" : " " + context));
+  throw CudaDriverError(std::string(call) + " failed: " + cuda_error_name(r) +
+                        (context.empty() ? "" : " " + context));
 }
 
 const CudaAPI* cuda_api_or_throw(const std::string& what)
 {
   const auto& api = CudaAPI::instance();
   if (!api.available()) {
-    throw CUfileDriverException(what + ": the CUDA driver is not available (" + api.reason() + ")");
+    throw CudaDriverError(what + ": the CUDA driver is not available (" + api.reason() + ")");
   }
   return &api;
 }

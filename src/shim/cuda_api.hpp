@@ -64,11 +64,11 @@ class CudaAPI {
 /// "CUDA_ERROR_X (n)" for a result code.
 std::string cuda_error_name(CUresult r);
 
-/// Throws CUfileDriverException("<call> failed: CUDA_ERROR_X (n) <context>") unless r is
+/// Throws CudaDriverError("<call> failed: CUDA_ERROR_X (n) <context>") unless r is
 /// CUDA_SUCCESS.
 void cuda_check(CUresult r, const char* call, const std::string& context = {});
 
-/// The driver (never null); throws CUfileDriverException naming `what` when it is not
+/// The driver (never null); throws CudaDriverError naming `what` when it is not
 /// available. A pointer, not a reference: GCC 13 flags references returned from calls that
 /// take temporaries (-Wdangling-reference).
 const CudaAPI* cuda_api_or_throw(const std::string& what);

@@ -9,7 +9,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/open_file.hpp"
 #include "device/pointer.hpp"
 #include "shim/cufile_api.hpp"
 

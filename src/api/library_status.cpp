@@ -1,16 +1,10 @@
-#include "shim/availability.hpp"
-
+// library_status() and the availability queries of <kvikio/shim.hpp>: what the shims loaded
+// and why not, gathered from every floor below.
 #include <kvikio/shim.hpp>
 
 #include "remote/curl_status.hpp"
 #include "shim/cuda_api.hpp"
 #include "shim/cufile_api.hpp"
-
-namespace kvikio::detail {
-
-bool cufile_usable() { return cufile_driver_usable(); }
-
-}  // namespace kvikio::detail
 
 namespace kvikio {
 

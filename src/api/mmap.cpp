@@ -1,3 +1,5 @@
+// MmapHandle: a read-only mapping of a file, read into host memory by copies and into device
+// memory through the staging pipeline.
 #include <kvikio/mmap.hpp>
 
 #include <fcntl.h>

@@ -1,19 +1,24 @@
+// FileHandle, whole: opening (the compat decision), the checks every request makes, and the
+// dispatch of each piece to its backend: POSIX for host memory, cuFile or the bounce-buffer
+// pipeline for device memory; blocking, parallel and stream-ordered.
 #include <kvikio/file_handle.hpp>
 
 #include <fcntl.h>
 
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 
 #include <kvikio/error.hpp>
+#include <kvikio/stream.hpp>
 
+#include "api/open_handle.hpp"
 #include "core/open_file.hpp"
 #include "core/parallel_io.hpp"
 #include "core/posix_io.hpp"
 #include "device/device_io.hpp"
 #include "device/pointer.hpp"
 #include "gds/cufile_io.hpp"
-#include "shim/availability.hpp"
 #include "shim/cuda_api.hpp"
 #include "shim/cufile_api.hpp"
 
@@ -38,7 +43,7 @@ using detail::Direction;
 /// pipeline. `info` describes the whole buffer and is computed once per call. A write never
 /// stores through `buf`; it is non-const only so that both directions share this path.
 std::size_t move_piece(Direction direction,
-                       const detail::OpenFile& file,
+                       const detail::OpenHandle& handle,
                        const detail::PointerInfo& info,
                        char* buf,
                        std::size_t size,
@@ -46,15 +51,17 @@ std::size_t move_piece(Direction direction,
                        bool sync_default_stream = false,
                        bool force_posix         = false)
 {
+  const auto& file     = handle.file;
   const bool write     = direction == Direction::write;
   const bool direct_io = write ? defaults::auto_direct_io_write() : defaults::auto_direct_io_read();
   if (info.host_accessible()) {
     return detail::posix_host_io(direction, file, buf, size, offset, direct_io);
   }
-  if (file.compat_mode() == CompatMode::OFF && !force_posix) {
+  if (handle.cufile && !force_posix) {
     const auto* base = reinterpret_cast<const char*>(info.base);
     return detail::cufile_io(direction,
                              file,
+                             handle.cufile,
                              info.context,
                              base,
                              size,
@@ -101,21 +108,21 @@ Request check_request(Direction direction,
 /// The one body of read and write: a single call on this thread.
 std::size_t single_call(Direction direction,
                         const char* op,
-                        const detail::OpenFile& file,
+                        const detail::OpenHandle& handle,
                         const void* buf,
                         std::size_t size,
                         std::size_t file_offset,
                         bool sync_default_stream)
 {
-  auto r = check_request(direction, op, file, buf, size, file_offset);
+  auto r = check_request(direction, op, handle.file, buf, size, file_offset);
   if (size == 0) { return 0; }
-  return move_piece(direction, file, r.info, r.buf, size, r.file_offset, sync_default_stream);
+  return move_piece(direction, handle, r.info, r.buf, size, r.file_offset, sync_default_stream);
 }
 
 /// The one body of pread and pwrite: the request split into tasks for the thread pool.
 std::future<std::size_t> parallel_call(Direction direction,
                                        const char* op,
-                                       const std::shared_ptr<detail::OpenFile>& file,
+                                       const std::shared_ptr<detail::OpenHandle>& handle,
                                        const void* buf,
                                        std::size_t size,
                                        std::size_t file_offset,
@@ -123,29 +130,147 @@ std::future<std::size_t> parallel_call(Direction direction,
                                        std::size_t gds_threshold,
                                        bool sync_default_stream)
 {
-  auto r = check_request(direction, op, *file, buf, size, file_offset);
+  auto r = check_request(direction, op, handle->file, buf, size, file_offset);
   if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
   const bool device = !r.info.host_accessible();
   if (device && size < gds_threshold) {
     // Small device requests are not worth the pool or cuFile: POSIX, on this thread.
     return detail::ready_future(
-      move_piece(direction, *file, r.info, r.buf, size, r.file_offset, false, true));
+      move_piece(direction, *handle, r.info, r.buf, size, r.file_offset, false, true));
   }
-  if (device && file->compat_mode() == CompatMode::OFF && sync_default_stream) {
+  if (device && handle->cufile && sync_default_stream) {
     detail::ContextGuard guard(r.info.context);
     detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(nullptr),
                        "cuStreamSynchronize(0)");
   }
   return detail::parallel_io(
-    [file, direction, r](const detail::TaskRange& t) {
-      return move_piece(direction, *file, r.info, r.buf + t.buf_offset, t.size, t.file_offset);
+    [handle, direction, r](const detail::TaskRange& t) {
+      return move_piece(direction, *handle, r.info, r.buf + t.buf_offset, t.size, t.file_offset);
     },
     size,
     r.file_offset,
     task_size);
 }
 
+detail::PointerInfo require_device(const void* ptr, const char* op, const std::string& path)
+{
+  auto info = detail::get_pointer_info(ptr);
+  if (info.kind != detail::MemoryKind::DEVICE) {
+    throw std::invalid_argument(std::string(op) + " of '" + path +
+                                "' needs device memory, but the buffer is host memory");
+  }
+  return info;
+}
+
+void require_args(const void* size_p,
+                  const off_t* file_offset_p,
+                  const off_t* devPtr_offset_p,
+                  const ssize_t* bytes_p,
+                  const char* op,
+                  const std::string& path)
+{
+  if (size_p == nullptr || file_offset_p == nullptr || devPtr_offset_p == nullptr ||
+      bytes_p == nullptr) {
+    throw std::invalid_argument(std::string(op) + " of '" + path +
+                                "': size, offset and result pointers must not be null");
+  }
+  if (*file_offset_p < 0 || *devPtr_offset_p < 0) {
+    throw std::invalid_argument(std::string(op) + " of '" + path + "': negative offset (file " +
+                                std::to_string(*file_offset_p) + ", buffer " +
+                                std::to_string(*devPtr_offset_p) + ")");
+  }
+}
+
+// cuFile's stream API (1.15, compat mode) fails with EIO when the device address is not
+// 4 KiB aligned (seen on the H200), while cuFileRead handles it: such requests take the
+// stream-synchronised path instead.
+bool use_cufile_stream(const detail::OpenHandle& handle, const void* base, const off_t* dev_offset)
+{
+  const auto addr =
+    reinterpret_cast<std::uintptr_t>(base) + static_cast<std::uintptr_t>(*dev_offset);
+  return handle.cufile && detail::CufileAPI::instance().stream_api() && addr % 4096 == 0;
+}
+
+/// The one body of read_async and write_async, which differ only in direction.
+void stream_ordered_io(FileHandle& file_handle,
+                       const detail::OpenHandle& handle,
+                       Direction direction,
+                       void* devPtr_base,
+                       std::size_t* size_p,
+                       off_t* file_offset_p,
+                       off_t* devPtr_offset_p,
+                       ssize_t* bytes_p,
+                       CUstream stream)
+{
+  const bool write = direction == Direction::write;
+  const char* op   = write ? "write_async" : "read_async";
+  const auto& file = handle.file;
+  file.require(direction);
+  require_args(size_p, file_offset_p, devPtr_offset_p, bytes_p, op, file.path());
+  auto info = require_device(devPtr_base, op, file.path());
+  detail::ContextGuard guard(info.context);
+  if (*size_p == 0) {  // nothing to order: cuFile rejects empty stream IO
+    *bytes_p = 0;
+    return;
+  }
+  if (use_cufile_stream(handle, devPtr_base, devPtr_offset_p)) {
+    const auto& api = detail::CufileAPI::instance();
+    detail::cufile_check((write ? api.WriteAsync : api.ReadAsync)(handle.cufile.handle(),
+                                                                  devPtr_base,
+                                                                  size_p,
+                                                                  file_offset_p,
+                                                                  devPtr_offset_p,
+                                                                  bytes_p,
+                                                                  stream),
+                         write ? "cuFileWriteAsync" : "cuFileReadAsync",
+                         "of '" + file.path() + "'");
+    return;
+  }
+  // POSIX fallback: ordered by waiting for the stream's earlier work, then moving the data
+  // before returning, so that work queued on the stream afterwards sees it.
+  detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(stream),
+                     "cuStreamSynchronize",
+                     std::string("before ") + op + " of '" + file.path() + "'");
+  *bytes_p                 = -1;
+  const auto file_offset   = static_cast<std::size_t>(*file_offset_p);
+  const auto buffer_offset = static_cast<std::size_t>(*devPtr_offset_p);
+  *bytes_p                 = static_cast<ssize_t>(
+    write ? file_handle.write(devPtr_base, *size_p, file_offset, buffer_offset, false)
+                          : file_handle.read(devPtr_base, *size_p, file_offset, buffer_offset, false));
+}
+
 }  // namespace
+
+namespace detail {
+
+std::shared_ptr<OpenHandle> open_handle(const std::string& path,
+                                        const std::string& flags,
+                                        mode_t mode,
+                                        CompatMode requested)
+{
+  if (requested == CompatMode::OFF && !cufile_driver_usable()) {
+    throw CUfileException("cannot open '" + path +
+                          "' with compat mode OFF: cuFile is not usable (" +
+                          CufileAPI::instance().reason() + ")");
+  }
+  auto handle = std::make_shared<OpenHandle>(path, flags, mode);
+  // AUTO resolves now: a later change of the mode affects only files opened afterwards.
+  if (defaults::is_compat_mode_preferred(requested)) { return handle; }
+  // cuFile needs the O_DIRECT descriptor registered with it.
+  std::string why = handle->file.direct_io_error();
+  if (handle->file.fd_direct() >= 0) {
+    handle->cufile = CufileRegistration::try_register(handle->file.fd_direct(), &why);
+  }
+  if (!handle->cufile) {
+    if (requested == CompatMode::OFF) {
+      throw CUfileException("cannot use cuFile for '" + path + "' (compat mode OFF): " + why);
+    }
+    handle->fallback_reason = why;  // AUTO: this file falls back to POSIX
+  }
+  return handle;
+}
+
+}  // namespace detail
 
 FileHandle::FileHandle() noexcept = default;
 
@@ -153,19 +278,8 @@ FileHandle::FileHandle(const std::string& file_path,
                        const std::string& flags,
                        mode_t mode,
                        CompatMode compat_mode)
-  : path_(file_path)
+  : path_(file_path), file_(detail::open_handle(file_path, flags, mode, compat_mode))
 {
-  // AUTO resolves now: a later change of the mode affects only files opened afterwards.
-  auto resolved =
-    defaults::is_compat_mode_preferred(compat_mode) ? CompatMode::ON : CompatMode::OFF;
-  if (compat_mode == CompatMode::OFF && !detail::cufile_usable()) {
-    throw CUfileException("cannot open '" + file_path +
-                          "' with compat mode OFF: cuFile is not usable (" +
-                          detail::CufileAPI::instance().reason() + ")");
-  }
-  // Under AUTO a file whose O_DIRECT open or cuFile registration fails falls back to POSIX.
-  file_ = std::make_shared<detail::OpenFile>(
-    file_path, flags, mode, resolved, compat_mode == CompatMode::AUTO);
 }
 
 FileHandle::FileHandle(FileHandle&&) noexcept            = default;
@@ -177,7 +291,7 @@ void FileHandle::close() noexcept { file_.reset(); }
 
 const std::string& FileHandle::path() const noexcept { return path_; }
 
-const detail::OpenFile& FileHandle::checked_open_file() const
+const detail::OpenHandle& FileHandle::checked_open_file() const
 {
   if (!file_) { throw std::invalid_argument("IO on closed file '" + path_ + "'"); }
   return *file_;
@@ -186,7 +300,7 @@ const detail::OpenFile& FileHandle::checked_open_file() const
 int FileHandle::fd(bool o_direct) const noexcept
 {
   if (!file_) { return -1; }
-  return o_direct ? file_->fd_direct() : file_->fd();
+  return o_direct ? file_->file.fd_direct() : file_->file.fd();
 }
 
 int FileHandle::fd_open_flags(bool o_direct) const
@@ -197,7 +311,7 @@ int FileHandle::fd_open_flags(bool o_direct) const
   return flags;
 }
 
-std::size_t FileHandle::nbytes() const { return checked_open_file().nbytes(); }
+std::size_t FileHandle::nbytes() const { return checked_open_file().file.nbytes(); }
 
 std::size_t FileHandle::read(void* buf,
                              std::size_t size,
@@ -277,7 +391,67 @@ bool FileHandle::is_compat_mode_preferred() const noexcept
 }
 bool FileHandle::is_direct_io_supported() const noexcept
 {
-  return file_ && file_->fd_direct() >= 0;
+  return file_ && file_->file.fd_direct() >= 0;
 }
+
+void FileHandle::read_async(void* devPtr_base,
+                            std::size_t* size_p,
+                            off_t* file_offset_p,
+                            off_t* devPtr_offset_p,
+                            ssize_t* bytes_read_p,
+                            CUstream stream)
+{
+  stream_ordered_io(*this,
+                    checked_open_file(),
+                    Direction::read,
+                    devPtr_base,
+                    size_p,
+                    file_offset_p,
+                    devPtr_offset_p,
+                    bytes_read_p,
+                    stream);
+}
+
+void FileHandle::write_async(void* devPtr_base,
+                             std::size_t* size_p,
+                             off_t* file_offset_p,
+                             off_t* devPtr_offset_p,
+                             ssize_t* bytes_written_p,
+                             CUstream stream)
+{
+  stream_ordered_io(*this,
+                    checked_open_file(),
+                    Direction::write,
+                    devPtr_base,
+                    size_p,
+                    file_offset_p,
+                    devPtr_offset_p,
+                    bytes_written_p,
+                    stream);
+}
+
+StreamFuture FileHandle::read_async(
+  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
+{
+  checked_open_file();
+  auto info = detail::get_pointer_info(devPtr_base);
+  StreamFuture f(devPtr_base, size, file_offset, devPtr_offset, stream, info.context);
+  auto [base, size_p, fo_p, do_p, bytes_p, s] = f.get_args();
+  read_async(base, size_p, fo_p, do_p, bytes_p, s);
+  return f;
+}
+
+StreamFuture FileHandle::write_async(
+  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
+{
+  checked_open_file();
+  auto info = detail::get_pointer_info(devPtr_base);
+  StreamFuture f(devPtr_base, size, file_offset, devPtr_offset, stream, info.context);
+  auto [base, size_p, fo_p, do_p, bytes_p, s] = f.get_args();
+  write_async(base, size_p, fo_p, do_p, bytes_p, s);
+  return f;
+}
+
+void* FileHandle::handle() const noexcept { return file_ ? file_->cufile.handle() : nullptr; }
 
 }  // namespace kvikio
