@@ -3,6 +3,8 @@
 // (src/core/settings.cpp); nothing here knows a setting by name.
 #include <Python.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -23,35 +25,45 @@ using namespace nb::literals;
 namespace kvikio::python {
 namespace {
 
-/// A Python int that fits 64 bits (not a bool), else nothing.
+/// An integer (anything with __index__, such as a NumPy integer, but not a bool) that fits
+/// 64 bits, else nothing.
 std::optional<std::int64_t> to_int64(nb::handle v)
 {
-  if (PyBool_Check(v.ptr()) != 0 || PyLong_Check(v.ptr()) == 0) { return std::nullopt; }
+  if (PyBool_Check(v.ptr()) != 0 || PyIndex_Check(v.ptr()) == 0) { return std::nullopt; }
+  nb::object index = nb::steal(PyNumber_Index(v.ptr()));
+  if (!index.is_valid()) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
   int overflow = 0;
-  const auto n = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  const auto n = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
   if (overflow != 0) { return std::nullopt; }
   return n;
 }
 
-/// The Python value as the library's SettingValue. What has no counterpart (a float, an int
-/// beyond 64 bits, a list of non-integers) goes as its repr, which the table then rejects
-/// with a message naming the setting and the value.
+/// The Python value as the library's SettingValue: a bool, a CompatMode, a str, an integer or
+/// an iterable of integers. What has no counterpart (a float, an int beyond 64 bits, a list
+/// of non-integers) goes as its repr, which the table then rejects with a message naming the
+/// setting and the value.
 SettingValue to_value(nb::handle v)
 {
   if (PyBool_Check(v.ptr()) != 0) { return v.ptr() == Py_True; }
   if (nb::isinstance<CompatMode>(v)) { return nb::cast<CompatMode>(v); }
   if (nb::isinstance<nb::str>(v)) { return nb::cast<std::string>(v); }
   if (auto n = to_int64(v)) { return *n; }
-  if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
-    std::vector<std::int64_t> items;
-    for (nb::handle item : v) {
-      auto n = to_int64(item);
-      if (!n) { return repr_of(v); }
-      items.push_back(*n);
-    }
-    return items;
+  nb::object iter = nb::steal(PyObject_GetIter(v.ptr()));
+  if (!iter.is_valid()) {
+    PyErr_Clear();
+    return repr_of(v);
   }
-  return repr_of(v);
+  std::vector<std::int64_t> items;
+  while (nb::object item = nb::steal(PyIter_Next(iter.ptr()))) {
+    auto n = to_int64(item);
+    if (!n) { return repr_of(v); }
+    items.push_back(*n);
+  }
+  if (PyErr_Occurred() != nullptr) { throw nb::python_error(); }
+  return items;
 }
 
 nb::object to_python(const SettingValue& value)
