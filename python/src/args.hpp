@@ -36,8 +36,8 @@ std::size_t request_size(const BufferView& view,
                          std::size_t buf_offset  = 0,
                          const char* offset_name = nullptr);
 
-/// The default file offset of an IO method: 0 (reads), or None (writes: at the end of what
-/// was written), which is also the only case where None is accepted.
+/// The default file offset of an IO method: 0 (reads), or None (writes: 0, or the end of a
+/// file opened with "a"), which is also the only case where None is accepted.
 enum class DefaultOffset : bool { ZERO, NONE };
 
 /// Defines `name` on `cls` with the arguments of a parallel read or write:

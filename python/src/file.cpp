@@ -212,7 +212,7 @@ void bind_file(nb::module_& m)
     .def("nbytes", &File::nbytes)
     .def_prop_ro("compat_mode", &File::compat_mode)
     .def("is_direct_io_supported", &File::is_direct_io_supported);
-  // Reads start at offset 0 by default; writes at the end of what was written (None).
+  // Reads start at offset 0 by default; writes take None: 0, or the end of an "a" file.
   def_parallel_io(cls, "pread", &File::pread, DefaultOffset::ZERO);
   def_parallel_io(cls, "pwrite", &File::pwrite, DefaultOffset::NONE);
   def_parallel_io(cls, "read", &File::read, DefaultOffset::ZERO);
