@@ -229,9 +229,7 @@ def test_environment_compat_mode_decides_the_files_mode(tmp_path, mode):
         assert preferred == str(gds != "True")
 
 
-def test_environment_compat_mode_off_forces_cufile(tmp_path):
-    path = tmp_path / "f.bin"
-    path.write_bytes(b"x" * 4096)
+def test_environment_compat_mode_off_forces_cufile():
     code = (
         "import kvikio.defaults as d; print(d.get('compat_mode').name,"
         " d.is_compat_mode_preferred())"
