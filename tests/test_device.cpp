@@ -576,6 +576,9 @@ TEST_F(DeviceIO, DriverPropertiesWithoutCufileRaiseOrSayUnavailable)
 TEST_F(DeviceIO, AutoFallsBackPerFileWhenCufileCannotRegisterIt)
 {
   if (!kvikio::is_cufile_available()) { GTEST_SKIP() << "cuFile is not usable here"; }
+  if (kvikio::defaults::is_compat_mode_preferred(CompatMode::AUTO)) {
+    GTEST_SKIP() << "AUTO does not try cuFile here (no nvidia-fs)";
+  }
   auto path = make_file(4096, 16);
   FileHandle f(path, "r", FileHandle::m644, CompatMode::AUTO);
   if (f.compat_mode() == CompatMode::OFF) {
@@ -590,6 +593,47 @@ TEST_F(DeviceIO, AutoFallsBackPerFileWhenCufileCannotRegisterIt)
   EXPECT_EQ(to_host(dev, 4096), random_bytes(4096, 16));
 }
 
+// DESIGN.md §1: AUTO takes cuFile only where libcufile loads, its driver opens and nvidia-fs
+// is present; where libcufile would run its own compat mode, AUTO takes our POSIX path, and
+// OFF still forces cuFile. With the stand-in libcufile, KVIKIO_STANDIN_NVIDIA_FS=1 says
+// whether nvidia-fs is simulated.
+TEST_F(DeviceIO, AutoTakesCufileOnlyWhereNvidiaFsIsPresent)
+{
+  KVIKIO_REQUIRE_DEVICE();
+  const char* standin = std::getenv("KVIKIO_TEST_USE_CUFILE_STANDIN");
+  const char* nvfs    = std::getenv("KVIKIO_STANDIN_NVIDIA_FS");
+  const bool gds      = kvikio::get_driver_properties().is_gds_available();
+  if (standin != nullptr && std::string(standin) == "1") {
+    ASSERT_TRUE(kvikio::is_cufile_available());
+    EXPECT_EQ(gds, nvfs != nullptr && std::string(nvfs) == "1");
+  }
+  const bool cufile = kvikio::is_cufile_available();
+  EXPECT_EQ(kvikio::defaults::is_compat_mode_preferred(CompatMode::AUTO), !(cufile && gds));
+  EXPECT_TRUE(kvikio::defaults::is_compat_mode_preferred(CompatMode::ON));
+  EXPECT_FALSE(kvikio::defaults::is_compat_mode_preferred(CompatMode::OFF));
+  {
+    kvikio::test::ScopedCompatMode automatic(CompatMode::AUTO);
+    EXPECT_EQ(kvikio::defaults::is_compat_mode_preferred(), !(cufile && gds));
+  }
+  auto path = make_file(8192, 21);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::AUTO);
+  if (!(cufile && gds)) {
+    EXPECT_EQ(f.compat_mode(), CompatMode::ON);
+    EXPECT_TRUE(f.open_file()->fallback_reason().empty());  // decided once, not per file
+  } else {
+    // With nvidia-fs a file still falls back when its own registration fails.
+    EXPECT_TRUE(f.compat_mode() == CompatMode::OFF || !f.open_file()->fallback_reason().empty());
+  }
+  DeviceBuffer dev(8192);
+  EXPECT_EQ(f.pread(dev.data(), 8192, 0).get(), 8192U);
+  EXPECT_EQ(to_host(dev, 8192), random_bytes(8192, 21));
+  if (cufile && !gds && kvikio::test::cufile_unusable_reason(dir.file("probe.bin")).empty()) {
+    // OFF still forces cuFile without nvidia-fs.
+    FileHandle off(path, "r", FileHandle::m644, CompatMode::OFF);
+    EXPECT_EQ(off.compat_mode(), CompatMode::OFF);
+  }
+}
+
 TEST_F(DeviceIO, BatchThroughCufile)
 {
   if (auto why = kvikio::test::cufile_unusable_reason(dir.file("probe.bin")); !why.empty()) {
@@ -599,6 +643,8 @@ TEST_F(DeviceIO, BatchThroughCufile)
   auto path           = make_file(2 * n, 17);
   FileHandle f(path, "r+", FileHandle::m644, CompatMode::OFF);
   DeviceBuffer dev(2 * n);
+  // A batch follows the process-wide mode; AUTO would take POSIX without nvidia-fs.
+  kvikio::test::ScopedCompatMode off(CompatMode::OFF);
   kvikio::BatchHandle batch(4);
   batch.submit({{f, dev.data(), 0, static_cast<off_t>(n), n, kvikio::BatchOpcode::READ},
                 {f, dev.data(), static_cast<off_t>(n), 0, n, kvikio::BatchOpcode::READ}});

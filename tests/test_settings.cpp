@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include <kvikio/defaults.hpp>
 
@@ -122,4 +127,116 @@ TEST(Settings, CompatModeOnIsAlwaysPreferred)
 {
   EXPECT_TRUE(defaults::is_compat_mode_preferred(kvikio::CompatMode::ON));
   EXPECT_FALSE(defaults::is_compat_mode_preferred(kvikio::CompatMode::OFF));
+}
+
+// architecture-review P3(a): the 4096-thread cap held for KVIKIO_NTHREADS and in Python, but
+// not for the C++ setter.
+TEST(Settings, SetNumThreadsHasTheEnvironmentsCap)
+{
+  kvikio::test::ScopedSettings restore;
+  const auto before = defaults::num_threads();
+  KVIKIO_EXPECT_THROW_WITH(defaults::set_num_threads(4097), std::invalid_argument, "num_threads");
+  KVIKIO_EXPECT_THROW_WITH(defaults::set_num_threads(4097), std::invalid_argument, "4097");
+  EXPECT_EQ(defaults::num_threads(), before);
+  ScopedEnv env("KVIKIO_NTHREADS", "4097");
+  KVIKIO_EXPECT_THROW_WITH(
+    kvikio::detail::reload_settings_from_environment(), std::invalid_argument, "at most 4096");
+}
+
+TEST(Settings, NameKeyedGetReturnsEachSettingsValue)
+{
+  kvikio::detail::reload_settings_from_environment();
+  EXPECT_EQ(std::get<kvikio::CompatMode>(defaults::get("compat_mode")), kvikio::CompatMode::AUTO);
+  EXPECT_EQ(std::get<std::int64_t>(defaults::get("num_threads")), 1);
+  EXPECT_EQ(std::get<std::int64_t>(defaults::get("task_size")), 4 << 20);
+  EXPECT_EQ(std::get<bool>(defaults::get("auto_direct_io_write")), true);
+  EXPECT_EQ(std::get<std::vector<std::int64_t>>(defaults::get("http_status_codes")),
+            (std::vector<std::int64_t>{429, 500, 502, 503, 504}));
+  EXPECT_EQ(std::get<std::int64_t>(defaults::get("http_timeout")), 60);
+  // names() and list() come from the same table, in the same order.
+  auto names = defaults::names();
+  auto list  = defaults::list();
+  ASSERT_EQ(names.size(), list.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(names[i], list[i].name);
+    EXPECT_NO_THROW(defaults::get(names[i])) << names[i];
+  }
+}
+
+TEST(Settings, NameKeyedSetGoesThroughTheTypedRules)
+{
+  kvikio::test::ScopedSettings restore;
+  defaults::set("task_size", std::int64_t{1 << 16});
+  EXPECT_EQ(defaults::task_size(), 1U << 16);
+  defaults::set("num_threads", std::int64_t{3});
+  EXPECT_EQ(defaults::thread_pool().get_thread_count(), 3U);  // resizes, like the setter
+  defaults::set("auto_direct_io_read", std::int64_t{1});      // a flag takes 0/1
+  EXPECT_TRUE(defaults::auto_direct_io_read());
+  defaults::set("auto_direct_io_read", false);
+  EXPECT_FALSE(defaults::auto_direct_io_read());
+  const auto mode = defaults::compat_mode();
+  defaults::set("compat_mode", std::string(" off"));  // the name, any case, as in the env
+  EXPECT_EQ(defaults::compat_mode(), kvikio::CompatMode::OFF);
+  defaults::set("compat_mode", mode);
+  const auto timeout = defaults::http_timeout();
+  defaults::set("http_timeout", std::int64_t{7});
+  EXPECT_EQ(defaults::http_timeout(), 7);
+  defaults::set_http_timeout(timeout);
+  const auto codes = defaults::http_status_codes();
+  defaults::set("http_status_codes", std::vector<std::int64_t>{503});
+  EXPECT_EQ(defaults::http_status_codes(), std::vector<int>{503});
+  defaults::set_http_status_codes(codes);
+  for (const auto& s : defaults::list()) {
+    if (s.name == "task_size") { EXPECT_EQ(s.source, kvikio::SettingSource::SET); }
+  }
+}
+
+TEST(Settings, NameKeyedSetRejectsBadValuesNamingSettingAndValue)
+{
+  kvikio::test::ScopedSettings restore;
+  const std::pair<const char*, kvikio::SettingValue> cases[] = {
+    {"num_threads", std::int64_t{0}},
+    {"num_threads", std::int64_t{5000}},
+    {"num_threads", std::string("4")},  // only compat_mode takes text
+    {"num_threads", true},
+    {"task_size", std::int64_t{-4096}},
+    {"gds_threshold", std::int64_t{-1}},
+    {"auto_direct_io_read", std::int64_t{2}},
+    {"auto_direct_io_write", std::string("yes")},
+    {"compat_mode", std::string("sometimes")},
+    {"compat_mode", std::int64_t{3}},
+    {"http_status_codes", std::vector<std::int64_t>{200, 99}},
+    {"http_status_codes", std::vector<std::int64_t>{}},
+    {"http_status_codes", std::int64_t{500}},
+    {"http_timeout", std::int64_t{0}},
+  };
+  for (const auto& [name, value] : cases) {
+    const auto before = defaults::get(name);
+    try {
+      defaults::set(name, value);
+      ADD_FAILURE() << "no error for " << name;
+    } catch (const kvikio::UnknownSettingError& e) {
+      ADD_FAILURE() << e.what();
+    } catch (const std::invalid_argument& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(std::string("for ") + name + ":"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("invalid value '"), std::string::npos) << msg;
+    }
+    EXPECT_EQ(defaults::get(name), before) << name;
+  }
+  KVIKIO_EXPECT_THROW_WITH(defaults::set("http_status_codes", std::vector<std::int64_t>{200, 99}),
+                           std::invalid_argument,
+                           "'[200, 99]'");
+  KVIKIO_EXPECT_THROW_WITH(defaults::set("num_threads", std::string("4")),
+                           std::invalid_argument,
+                           "'4' for num_threads: expected a positive integer, at most 4096");
+}
+
+TEST(Settings, UnknownNamesAreNamedWithTheKnownOnes)
+{
+  KVIKIO_EXPECT_THROW_WITH(defaults::get("nthreads"), kvikio::UnknownSettingError, "'nthreads'");
+  KVIKIO_EXPECT_THROW_WITH(
+    defaults::set("nthreads", std::int64_t{2}), kvikio::UnknownSettingError, "num_threads");
+  KVIKIO_EXPECT_THROW_WITH(
+    defaults::get("x"), kvikio::UnknownSettingError, "known: compat_mode, num_threads");
 }

@@ -3,9 +3,14 @@
 /// Process-wide settings. Each starts from its environment variable, or its default when the
 /// variable is unset, the first time any setting is read. All getters and setters are thread
 /// safe. A bad value, from the environment or a setter, throws std::invalid_argument naming
-/// the setting and the value.
+/// the setting and the value. One table in the library describes every setting; it drives
+/// the environment, the typed setters below, list() and the name-keyed get/set.
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include <kvikio/compat_mode.hpp>
@@ -25,12 +30,28 @@ struct SettingInfo {
   SettingSource source;
 };
 
+/// A setting's value in name-keyed access (defaults::get/set): CompatMode for compat_mode,
+/// bool for the flags, std::int64_t for the numbers, a list for http_status_codes. A string
+/// is accepted where the value is a name (compat_mode: "ON", "off", "auto", ...).
+using SettingValue =
+  std::variant<bool, std::int64_t, CompatMode, std::vector<std::int64_t>, std::string>;
+
+/// Thrown by defaults::get/set for a name that is no setting; the message names it and lists
+/// the known ones. (The Python binding raises KeyError for it.)
+class UnknownSettingError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 class defaults {
  public:
   /// KVIKIO_COMPAT_MODE, default AUTO. A change affects files opened afterwards.
   static CompatMode compat_mode();
   static void set_compat_mode(CompatMode mode);
-  /// True when the mode is ON, or AUTO and cuFile is not usable in this process.
+  /// True when files opened now use POSIX IO: the mode is ON, or AUTO and GPUDirect Storage
+  /// does not really work here. AUTO takes cuFile only where libcufile loads, its driver
+  /// opens and nvidia-fs is present; without nvidia-fs libcufile would only run its own
+  /// (slow) compatibility mode, so AUTO takes the POSIX path. Decided once per process.
   static bool is_compat_mode_preferred();
   /// Resolves `mode` as a file opened now would: AUTO becomes ON or OFF.
   static bool is_compat_mode_preferred(CompatMode mode);
@@ -76,6 +97,17 @@ class defaults {
 
   /// Every setting with its current value and source, in a fixed order.
   static std::vector<SettingInfo> list();
+
+  /// The names of every setting (the Python `defaults` keys), in the order of list().
+  static std::vector<std::string> names();
+  /// The current value of setting `name`, in the alternative SettingValue documents.
+  /// Throws UnknownSettingError for an unknown name.
+  static SettingValue get(std::string_view name);
+  /// Sets `name` to `value` after the same checks as its typed setter (a flag also takes
+  /// the integers 0 and 1). Throws UnknownSettingError for an unknown name and
+  /// std::invalid_argument, naming the setting and the value, for a value of the wrong
+  /// type or out of range. Setting num_threads resizes the pool, like set_num_threads.
+  static void set(std::string_view name, const SettingValue& value);
 };
 
 }  // namespace kvikio

@@ -8,20 +8,10 @@ Each starts from its environment variable (or its default) and can be changed at
     with kvikio.defaults.set("num_threads", 4):
         ...  # restored on exit
 
-======================  ============================  =========================
-key                     environment variable          default
-======================  ============================  =========================
-compat_mode             KVIKIO_COMPAT_MODE            CompatMode.AUTO
-num_threads             KVIKIO_NTHREADS               1
-task_size               KVIKIO_TASK_SIZE              4 MiB
-gds_threshold           KVIKIO_GDS_THRESHOLD          16 KiB
-bounce_buffer_size      KVIKIO_BOUNCE_BUFFER_SIZE     16 MiB
-auto_direct_io_read     KVIKIO_AUTO_DIRECT_IO_READ    False
-auto_direct_io_write    KVIKIO_AUTO_DIRECT_IO_WRITE   True
-http_max_attempts       KVIKIO_HTTP_MAX_ATTEMPTS      3
-http_status_codes       KVIKIO_HTTP_STATUS_CODES      [429, 500, 502, 503, 504]
-http_timeout            KVIKIO_HTTP_TIMEOUT           60 (seconds)
-======================  ============================  =========================
+``keys()`` lists the settings. Their environment variables, defaults and accepted values are
+defined once, in the C++ library's settings table (``kvikio::defaults``); ``kvikio info``
+prints each with its variable, current value and source. ``compat_mode`` takes a
+``CompatMode`` or its name (``"on"``, ``"OFF"``, ``"auto"``).
 
 Unknown keys raise ``KeyError``; bad values raise ``ValueError`` naming the setting.
 """
@@ -31,7 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 from kvikio import _lib
-from kvikio._lib import CompatMode
 from kvikio._settings import SettingsContext, updates_from_args
 
 __all__ = ["get", "set", "keys", "is_compat_mode_preferred"]
@@ -58,10 +47,10 @@ def set(*args: Any, **kwargs: Any) -> SettingsContext:
 
 
 def is_compat_mode_preferred() -> bool:
-    """True when files opened now would use POSIX IO rather than cuFile."""
-    mode = get("compat_mode")
-    if mode == CompatMode.ON:
-        return True
-    if mode == CompatMode.OFF:
-        return False
-    return not _lib.driver_is_gds_available()
+    """True when files opened now would use POSIX IO rather than cuFile.
+
+    The library decides (the same answer as C++ ``defaults::is_compat_mode_preferred``): ON
+    means POSIX, OFF cuFile, and AUTO cuFile only where GPUDirect Storage really works
+    (libcufile loads, its driver opens and nvidia-fs is present).
+    """
+    return _lib.is_compat_mode_preferred()

@@ -5,6 +5,13 @@
 #include <utility>
 #include <vector>
 
+#include <nanobind/stl/string.h>
+
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/buffer.hpp>
+
+#include "bindings.hpp"
+
 namespace nb = nanobind;
 
 namespace kvikio::python {
@@ -260,6 +267,31 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
                         "__cuda_array_interface__ or __dlpack__), got " +
                         type_name_of(obj))
                          .c_str());
+}
+
+void bind_buffer(nb::module_& m)
+{
+  using namespace nb::literals;
+  m.def(
+    "is_device_buffer",
+    [](nb::handle buf) { return BufferView::from_object(buf, false).is_device(); },
+    "buf"_a);
+  m.def(
+    "memory_register",
+    [](nb::handle buf) {
+      auto view = BufferView::from_object(buf, false);
+      kvikio::memory_register(view.ptr());
+    },
+    "buf"_a);
+  m.def(
+    "memory_deregister",
+    [](nb::handle buf) {
+      auto view = BufferView::from_object(buf, false);
+      kvikio::memory_deregister(view.ptr());
+    },
+    "buf"_a);
+  m.def(
+    "bounce_buffer_free", &kvikio::bounce_buffer_free, nb::call_guard<nb::gil_scoped_release>());
 }
 
 }  // namespace kvikio::python

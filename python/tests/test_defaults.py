@@ -176,3 +176,95 @@ def test_bad_environment_value_is_a_clear_error():
     )
     assert r.returncode != 0
     assert "ValueError" in r.stderr and "KVIKIO_NTHREADS" in r.stderr and "lots" in r.stderr
+
+
+# AUTO is decided once, by the C++ library, the same in both languages (DESIGN.md §1): cuFile
+# only where GPUDirect Storage really works (libcufile loads, its driver opens and nvidia-fs
+# is present). Python used to decide by nvidia-fs alone while C++ decided by the driver.
+
+PREFERRED_AND_FILE_MODE = (
+    "import sys, kvikio._lib as lib, kvikio.defaults as d, kvikio.cufile_driver as drv;"
+    "f = lib.FileHandle(sys.argv[1], 'r');"
+    "print(d.get('compat_mode').name, d.is_compat_mode_preferred(), f.compat_mode.name,"
+    " drv.get('is_gds_available'))"
+)
+
+
+def run_mode_probe(path, **env: str) -> list[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KVIKIO_")}
+    full_env.update(env)
+    r = subprocess.run(
+        [sys.executable, "-c", PREFERRED_AND_FILE_MODE, str(path)],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split()
+
+
+@pytest.mark.parametrize("mode", ["ON", "OFF", "AUTO"])
+def test_is_compat_mode_preferred_is_the_librarys_answer(mode):
+    with kvikio.defaults.set("compat_mode", mode):
+        expected = kvikio._lib.is_compat_mode_preferred(getattr(kvikio.CompatMode, mode))
+        assert kvikio.defaults.is_compat_mode_preferred() is expected
+    assert kvikio._lib.is_compat_mode_preferred(kvikio.CompatMode.ON) is True
+    assert kvikio._lib.is_compat_mode_preferred(kvikio.CompatMode.OFF) is False
+    # AUTO takes cuFile only with GPUDirect Storage proper (which implies a usable driver).
+    gds = kvikio.cufile_driver.get("is_gds_available")
+    assert kvikio._lib.is_compat_mode_preferred(kvikio.CompatMode.AUTO) is (not gds)
+
+
+@pytest.mark.parametrize("mode", ["ON", "AUTO"])
+def test_environment_compat_mode_decides_the_files_mode(tmp_path, mode):
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 4096)
+    name, preferred, file_mode, gds = run_mode_probe(path, KVIKIO_COMPAT_MODE=mode)
+    assert name == mode
+    assert file_mode == ("ON" if preferred == "True" else "OFF")
+    if mode == "ON":
+        assert preferred == "True"
+    else:
+        assert preferred == str(gds != "True")
+
+
+def test_environment_compat_mode_off_forces_cufile():
+    code = (
+        "import kvikio.defaults as d; print(d.get('compat_mode').name,"
+        " d.is_compat_mode_preferred())"
+    )
+    r = run_python(code, KVIKIO_COMPAT_MODE="OFF")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["OFF", "False"]
+
+
+def standin_dir() -> str | None:
+    """The C++ build's stand-in CUDA and cuFile libraries (KVIKIO_TEST_STANDIN_DIR, or the
+    build/tests folder of this checkout), or None."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    d = os.environ.get("KVIKIO_TEST_STANDIN_DIR") or os.path.join(here, "..", "..", "build", "tests")
+    libs = ("libkvikio_cuda_standin.so", "libkvikio_cufile_standin.so")
+    return d if all(os.path.exists(os.path.join(d, lib)) for lib in libs) else None
+
+
+@pytest.mark.skipif(standin_dir() is None, reason="stand-in libraries not built (build/tests)")
+@pytest.mark.parametrize("nvidia_fs", [False, True])
+def test_auto_with_standin_cufile_agrees_with_the_files_mode(tmp_path, nvidia_fs):
+    # libcufile loads and its driver opens; AUTO takes cuFile only when nvidia-fs is there.
+    d = standin_dir()
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 4096)
+    env = {
+        "KVIKIO_LIBCUDA_PATH": os.path.join(d, "libkvikio_cuda_standin.so"),
+        "KVIKIO_LIBCUFILE_PATH": os.path.join(d, "libkvikio_cufile_standin.so"),
+    }
+    if nvidia_fs:
+        env["KVIKIO_STANDIN_NVIDIA_FS"] = "1"
+    name, preferred, file_mode, gds = run_mode_probe(path, **env)
+    assert (name, gds) == ("AUTO", str(nvidia_fs))
+    assert preferred == str(not nvidia_fs)
+    assert file_mode == ("OFF" if nvidia_fs else "ON")
+    # OFF still forces cuFile without nvidia-fs.
+    name, preferred, file_mode, _ = run_mode_probe(path, KVIKIO_COMPAT_MODE="OFF", **env)
+    assert (name, preferred, file_mode) == ("OFF", "False", "OFF")

@@ -1,10 +1,15 @@
-// kvikio::defaults: the process-wide settings, read from the environment once.
+// kvikio::defaults: the process-wide settings, read from the environment once. One table
+// (kSpecs) describes every setting; environment reading, the typed setters, list() and the
+// name-keyed get/set all go through it, so a rule (a range, a type) is written once.
 #include <kvikio/defaults.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
+#include <climits>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,12 +23,150 @@
 namespace kvikio {
 namespace {
 
-[[noreturn]] void bad_value(const std::string& setting,
-                            const std::string& value,
-                            const char* expected)
+constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
+
+enum class Kind : std::uint8_t { MODE, FLAG, INTEGER, CODES };
+
+/// One setting: its names, its kind and range, and its default. `min`/`max` bound an
+/// INTEGER, and each code of a CODES list.
+struct SettingSpec {
+  std::string_view name;
+  std::string_view env_var;
+  Kind kind;
+  SettingValue default_value;
+  std::int64_t min{0};
+  std::int64_t max{kMaxInt};
+  std::string_view unit{};  // "seconds": said in the error message
+};
+
+// The order is the order of list() and names(); Id indexes it.
+enum class Id : std::uint8_t {
+  compat_mode,
+  num_threads,
+  task_size,
+  gds_threshold,
+  bounce_buffer_size,
+  auto_direct_io_read,
+  auto_direct_io_write,
+  http_max_attempts,
+  http_status_codes,
+  http_timeout,
+  count
+};
+
+const std::array<SettingSpec, static_cast<std::size_t>(Id::count)>& specs()
 {
-  throw std::invalid_argument("invalid value '" + value + "' for " + setting + ": expected " +
-                              expected);
+  using V       = std::vector<std::int64_t>;
+  static auto s = std::array<SettingSpec, static_cast<std::size_t>(Id::count)>{{
+    {"compat_mode", "KVIKIO_COMPAT_MODE", Kind::MODE, CompatMode::AUTO},
+    // 4096: a pool larger than that is a typo, not a configuration.
+    {"num_threads", "KVIKIO_NTHREADS", Kind::INTEGER, std::int64_t{1}, 1, 4096},
+    {"task_size", "KVIKIO_TASK_SIZE", Kind::INTEGER, std::int64_t{4 << 20}, 1},
+    {"gds_threshold", "KVIKIO_GDS_THRESHOLD", Kind::INTEGER, std::int64_t{16 << 10}, 0},
+    {"bounce_buffer_size", "KVIKIO_BOUNCE_BUFFER_SIZE", Kind::INTEGER, std::int64_t{16 << 20}, 1},
+    {"auto_direct_io_read", "KVIKIO_AUTO_DIRECT_IO_READ", Kind::FLAG, false},
+    {"auto_direct_io_write", "KVIKIO_AUTO_DIRECT_IO_WRITE", Kind::FLAG, true},
+    {"http_max_attempts", "KVIKIO_HTTP_MAX_ATTEMPTS", Kind::INTEGER, std::int64_t{3}, 1},
+    {"http_status_codes",
+     "KVIKIO_HTTP_STATUS_CODES",
+     Kind::CODES,
+     V{429, 500, 502, 503, 504},
+     100,
+     599},
+    {"http_timeout",
+     "KVIKIO_HTTP_TIMEOUT",
+     Kind::INTEGER,
+     std::int64_t{60},
+     1,
+     std::numeric_limits<long>::max(),
+     "seconds"},
+  }};
+  return s;
+}
+
+const SettingSpec& spec(Id id) { return specs()[static_cast<std::size_t>(id)]; }
+
+Id find(std::string_view name)
+{
+  for (std::size_t i = 0; i < specs().size(); ++i) {
+    if (specs()[i].name == name) { return static_cast<Id>(i); }
+  }
+  std::string known;
+  for (const auto& s : specs()) {
+    known += (known.empty() ? "" : ", ") + std::string(s.name);
+  }
+  throw UnknownSettingError("unknown setting '" + std::string(name) + "' (known: " + known + ")");
+}
+
+std::string join(const std::vector<std::int64_t>& codes, const char* sep)
+{
+  std::string out;
+  for (auto c : codes) {
+    // Appended in two steps: GCC 12 -O3 warns (-Wrestrict, falsely) on sep + to_string().
+    if (!out.empty()) { out += sep; }
+    out += std::to_string(c);
+  }
+  return out;
+}
+
+/// The value as the environment would spell it (list() shows this).
+std::string format(const SettingValue& v)
+{
+  struct {
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(std::int64_t n) const { return std::to_string(n); }
+    std::string operator()(CompatMode m) const { return std::string(to_string(m)); }
+    std::string operator()(const std::vector<std::int64_t>& c) const { return join(c, ","); }
+    std::string operator()(const std::string& s) const { return s; }
+  } visitor;
+  return std::visit(visitor, v);
+}
+
+/// The value as an error message quotes it: a list in brackets, text as given.
+std::string quoted(const SettingValue& v)
+{
+  if (const auto* c = std::get_if<std::vector<std::int64_t>>(&v)) {
+    // Appended in steps: GCC 12 -O3 warns (-Wrestrict, falsely) on "[" + join() + "]".
+    std::string out("[");
+    out += join(*c, ", ");
+    out += ']';
+    return out;
+  }
+  return format(v);
+}
+
+/// What a bad value of `s` is told to be. `from_env`: the text forms of the environment.
+std::string expected(const SettingSpec& s, bool from_env)
+{
+  switch (s.kind) {
+    case Kind::MODE:
+      return "ON, OFF or AUTO";
+    case Kind::FLAG:
+      return from_env ? "true/false, on/off, yes/no or 1/0" : "true or false";
+    case Kind::CODES:
+      return "a non-empty list of HTTP status codes (" + std::to_string(s.min) + "-" +
+             std::to_string(s.max) + ")";
+    case Kind::INTEGER:
+      break;
+  }
+  std::string what = s.min == 0   ? "a non-negative integer"
+                     : s.min == 1 ? "a positive integer"
+                                  : "an integer of at least " + std::to_string(s.min);
+  if (!s.unit.empty()) { what += " (" + std::string(s.unit) + ")"; }
+  if (s.max != kMaxInt && s.max != std::numeric_limits<long>::max()) {
+    what += ", at most " + std::to_string(s.max);
+  }
+  return what;
+}
+
+/// `label`: the setting's name, or its environment variable when the value came from there.
+[[noreturn]] void bad_value(std::string_view label,
+                            const std::string& value,
+                            const SettingSpec& s,
+                            bool from_env)
+{
+  throw std::invalid_argument("invalid value '" + value + "' for " + std::string(label) +
+                              ": expected " + expected(s, from_env));
 }
 
 std::string trimmed(std::string_view s)
@@ -38,136 +181,123 @@ std::string trimmed(std::string_view s)
   return std::string(s);
 }
 
-template <typename T>
-std::optional<T> parse_integer(std::string_view text)
+std::optional<std::int64_t> parse_integer(std::string_view text)
 {
   auto s = trimmed(text);
-  T value{};
+  std::int64_t value{};
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) { return std::nullopt; }
   return value;
 }
 
-std::size_t parse_positive_size(const std::string& setting, const std::string& text)
+/// `value` in the alternative the setting stores, or nothing when it is of the wrong type or
+/// out of range.
+std::optional<SettingValue> normalized(const SettingSpec& s, const SettingValue& value)
 {
-  auto v = parse_integer<long long>(text);
-  if (!v || *v <= 0) { bad_value(setting, text, "a positive integer"); }
-  return static_cast<std::size_t>(*v);
-}
-
-std::size_t parse_size(const std::string& setting, const std::string& text)
-{
-  auto v = parse_integer<long long>(text);
-  if (!v || *v < 0) { bad_value(setting, text, "a non-negative integer"); }
-  return static_cast<std::size_t>(*v);
-}
-
-bool parse_bool(const std::string& setting, const std::string& text)
-{
-  auto s = trimmed(text);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (s == "1" || s == "true" || s == "on" || s == "yes") { return true; }
-  if (s == "0" || s == "false" || s == "off" || s == "no") { return false; }
-  bad_value(setting, text, "true/false, on/off, yes/no or 1/0");
-}
-
-std::vector<int> parse_status_codes(const std::string& setting, const std::string& text)
-{
-  std::vector<int> codes;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    auto code = parse_integer<int>(item);
-    if (!code || *code < 100 || *code > 599) {
-      bad_value(setting, text, "a comma-separated list of HTTP status codes (100-599)");
+  const auto* n = std::get_if<std::int64_t>(&value);
+  switch (s.kind) {
+    case Kind::MODE:
+      if (std::holds_alternative<CompatMode>(value)) { return value; }
+      if (const auto* text = std::get_if<std::string>(&value)) {
+        try {
+          return parse_compat_mode_str(trimmed(*text));
+        } catch (const std::invalid_argument&) {
+          return std::nullopt;
+        }
+      }
+      return std::nullopt;
+    case Kind::FLAG:
+      if (std::holds_alternative<bool>(value)) { return value; }
+      if (n != nullptr && (*n == 0 || *n == 1)) { return *n == 1; }
+      return std::nullopt;
+    case Kind::INTEGER:
+      if (n != nullptr && *n >= s.min && *n <= s.max) { return value; }
+      return std::nullopt;
+    case Kind::CODES: {
+      const auto* codes = std::get_if<std::vector<std::int64_t>>(&value);
+      if (codes == nullptr || codes->empty()) { return std::nullopt; }
+      for (auto c : *codes) {
+        if (c < s.min || c > s.max) { return std::nullopt; }
+      }
+      return value;
     }
-    codes.push_back(*code);
   }
-  if (codes.empty()) { bad_value(setting, text, "a comma-separated list of HTTP status codes"); }
-  return codes;
+  return std::nullopt;
 }
 
-std::string join(const std::vector<int>& codes)
+/// `value` checked against the table; throws naming the setting and the value.
+SettingValue checked(const SettingSpec& s, const SettingValue& value)
 {
-  std::string out;
-  for (auto c : codes) {
-    // Appended in two steps: GCC 12 -O3 warns (-Wrestrict, falsely) on "," + to_string().
-    if (!out.empty()) { out += ','; }
-    out += std::to_string(c);
-  }
-  return out;
+  auto v = normalized(s, value);
+  if (!v) { bad_value(s.name, quoted(value), s, false); }
+  return std::move(*v);
 }
 
-/// One setting: its value and where the value came from.
-template <typename T>
-struct Setting {
-  T value;
+/// The environment variable's text as a value, or nothing when it does not parse.
+std::optional<SettingValue> parse_text(const SettingSpec& s, const std::string& text)
+{
+  switch (s.kind) {
+    case Kind::MODE:
+      return SettingValue{text};
+    case Kind::FLAG: {
+      auto t = trimmed(text);
+      std::transform(
+        t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (t == "1" || t == "true" || t == "on" || t == "yes") { return true; }
+      if (t == "0" || t == "false" || t == "off" || t == "no") { return false; }
+      return std::nullopt;
+    }
+    case Kind::INTEGER:
+      if (auto n = parse_integer(text)) { return *n; }
+      return std::nullopt;
+    case Kind::CODES: {
+      std::vector<std::int64_t> codes;
+      std::stringstream ss(text);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        auto code = parse_integer(item);
+        if (!code) { return std::nullopt; }
+        codes.push_back(*code);
+      }
+      return codes;
+    }
+  }
+  return std::nullopt;
+}
+
+/// The environment variable's value, checked like a set(); errors name the variable.
+SettingValue parse_env(const SettingSpec& s, const std::string& text)
+{
+  auto v = parse_text(s, text);
+  if (!v) { bad_value(s.env_var, text, s, true); }
+  auto n = normalized(s, *v);
+  if (!n) { bad_value(s.env_var, text, s, true); }
+  return std::move(*n);
+}
+
+struct Entry {
+  SettingValue value;
   SettingSource source{SettingSource::DEFAULT};
 };
 
 struct Settings {
-  Setting<CompatMode> compat_mode{CompatMode::AUTO};
-  Setting<unsigned int> num_threads{1};
-  Setting<std::size_t> task_size{4 << 20};
-  Setting<std::size_t> gds_threshold{16 << 10};
-  Setting<std::size_t> bounce_buffer_size{16 << 20};
-  Setting<bool> auto_direct_io_read{false};
-  Setting<bool> auto_direct_io_write{true};
-  Setting<std::size_t> http_max_attempts{3};
-  Setting<std::vector<int>> http_status_codes{{429, 500, 502, 503, 504}};
-  Setting<long> http_timeout{60};
+  std::array<Entry, static_cast<std::size_t>(Id::count)> entries;
   std::unique_ptr<ThreadPool> pool;
   std::mutex mutex;
   std::mutex resize_mutex;
 
+  /// Every setting from its environment variable, or its default; throws on a bad value.
   Settings()
   {
-    from_env("KVIKIO_COMPAT_MODE", compat_mode, [](const std::string& v) {
-      try {
-        return parse_compat_mode_str(v);
-      } catch (const std::invalid_argument&) {
-        bad_value("KVIKIO_COMPAT_MODE", v, "ON, OFF or AUTO");
-      }
-    });
-    from_env("KVIKIO_NTHREADS", num_threads, [](const std::string& v) {
-      auto n = parse_positive_size("KVIKIO_NTHREADS", v);
-      if (n > 4096) { bad_value("KVIKIO_NTHREADS", v, "at most 4096 threads"); }
-      return static_cast<unsigned int>(n);
-    });
-    from_env("KVIKIO_TASK_SIZE", task_size, [](const std::string& v) {
-      return parse_positive_size("KVIKIO_TASK_SIZE", v);
-    });
-    from_env("KVIKIO_GDS_THRESHOLD", gds_threshold, [](const std::string& v) {
-      return parse_size("KVIKIO_GDS_THRESHOLD", v);
-    });
-    from_env("KVIKIO_BOUNCE_BUFFER_SIZE", bounce_buffer_size, [](const std::string& v) {
-      return parse_positive_size("KVIKIO_BOUNCE_BUFFER_SIZE", v);
-    });
-    from_env("KVIKIO_AUTO_DIRECT_IO_READ", auto_direct_io_read, [](const std::string& v) {
-      return parse_bool("KVIKIO_AUTO_DIRECT_IO_READ", v);
-    });
-    from_env("KVIKIO_AUTO_DIRECT_IO_WRITE", auto_direct_io_write, [](const std::string& v) {
-      return parse_bool("KVIKIO_AUTO_DIRECT_IO_WRITE", v);
-    });
-    from_env("KVIKIO_HTTP_MAX_ATTEMPTS", http_max_attempts, [](const std::string& v) {
-      return parse_positive_size("KVIKIO_HTTP_MAX_ATTEMPTS", v);
-    });
-    from_env("KVIKIO_HTTP_STATUS_CODES", http_status_codes, [](const std::string& v) {
-      return parse_status_codes("KVIKIO_HTTP_STATUS_CODES", v);
-    });
-    from_env("KVIKIO_HTTP_TIMEOUT", http_timeout, [](const std::string& v) {
-      return static_cast<long>(parse_positive_size("KVIKIO_HTTP_TIMEOUT", v));
-    });
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const auto& s   = specs()[i];
+      const char* env = std::getenv(std::string(s.env_var).c_str());
+      entries[i]      = env == nullptr ? Entry{s.default_value, SettingSource::DEFAULT}
+                                       : Entry{parse_env(s, env), SettingSource::ENVIRONMENT};
+    }
   }
 
-  template <typename T, typename Parse>
-  static void from_env(const char* name, Setting<T>& setting, Parse parse)
-  {
-    const char* env = std::getenv(name);
-    if (env == nullptr) { return; }
-    setting.value  = parse(env);
-    setting.source = SettingSource::ENVIRONMENT;
-  }
+  Entry& operator[](Id id) { return entries[static_cast<std::size_t>(id)]; }
 };
 
 // A bad environment value makes construction throw; the next access tries again and throws
@@ -191,26 +321,54 @@ Settings& settings()
   return *instance;
 }
 
-template <typename T>
-T get(Setting<T> Settings::*member)
+SettingValue value_of(Id id)
 {
   auto& s = settings();
   std::lock_guard lock(s.mutex);
-  return (s.*member).value;
+  return s[id].value;
 }
 
 template <typename T>
-void put(Setting<T> Settings::*member, T value)
+T typed(Id id)
 {
-  auto& s = settings();
-  std::lock_guard lock(s.mutex);
-  (s.*member).value  = std::move(value);
-  (s.*member).source = SettingSource::SET;
+  auto v = value_of(id);
+  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, CompatMode>) {
+    return std::get<T>(v);
+  } else {
+    return static_cast<T>(std::get<std::int64_t>(v));
+  }
 }
 
-void require_positive(const char* setting, std::size_t value)
+/// Checks `value` against the table and stores it; num_threads also resizes the pool.
+void assign(Id id, const SettingValue& value)
 {
-  if (value == 0) { bad_value(setting, "0", "a positive value"); }
+  const auto& sp = spec(id);
+  auto v         = checked(sp, value);
+  auto& s        = settings();
+  if (id != Id::num_threads) {
+    std::lock_guard lock(s.mutex);
+    s[id] = {std::move(v), SettingSource::SET};
+    return;
+  }
+  const auto n = static_cast<unsigned int>(std::get<std::int64_t>(v));
+  // Resizing waits for queued tasks, which may read settings: never hold `mutex` meanwhile.
+  std::lock_guard resize_lock(s.resize_mutex);
+  ThreadPool* pool = nullptr;
+  {
+    std::lock_guard lock(s.mutex);
+    s[id] = {std::move(v), SettingSource::SET};
+    pool  = s.pool.get();
+  }
+  if (pool != nullptr && pool->get_thread_count() != n) { pool->reset(n); }
+}
+
+/// An unsigned argument of a typed setter: beyond int64 it cannot be stored, and says so.
+SettingValue as_value(Id id, std::uint64_t n)
+{
+  if (n > static_cast<std::uint64_t>(kMaxInt)) {
+    bad_value(spec(id).name, std::to_string(n), spec(id), false);
+  }
+  return static_cast<std::int64_t>(n);
 }
 
 }  // namespace
@@ -224,135 +382,109 @@ void detail::reload_settings_from_environment()
     std::lock_guard inner(instance->mutex);
     fresh->pool = std::move(instance->pool);
   }
-  if (fresh->pool && fresh->pool->get_thread_count() != fresh->num_threads.value) {
-    fresh->pool->reset(fresh->num_threads.value);
-  }
+  const auto n = static_cast<unsigned int>(std::get<std::int64_t>((*fresh)[Id::num_threads].value));
+  if (fresh->pool && fresh->pool->get_thread_count() != n) { fresh->pool->reset(n); }
   instance = std::move(fresh);
 }
 
-CompatMode defaults::compat_mode() { return get(&Settings::compat_mode); }
-void defaults::set_compat_mode(CompatMode mode) { put(&Settings::compat_mode, mode); }
-bool defaults::is_compat_mode_preferred() { return is_compat_mode_preferred(compat_mode()); }
-bool defaults::is_compat_mode_preferred(CompatMode mode)
+std::vector<std::string> defaults::names()
 {
-  if (mode == CompatMode::ON) { return true; }
-  if (mode == CompatMode::OFF) { return false; }
-  return !detail::cufile_driver_usable();
-}
-
-unsigned int defaults::num_threads() { return get(&Settings::num_threads); }
-void defaults::set_num_threads(unsigned int n)
-{
-  if (n == 0) { bad_value("num_threads", "0", "at least one thread"); }
-  auto& s = settings();
-  // Resizing waits for queued tasks, which may read settings: never hold `mutex` meanwhile.
-  std::lock_guard resize_lock(s.resize_mutex);
-  ThreadPool* pool = nullptr;
-  {
-    std::lock_guard lock(s.mutex);
-    s.num_threads = {n, SettingSource::SET};
-    pool          = s.pool.get();
+  std::vector<std::string> out;
+  for (const auto& s : specs()) {
+    out.emplace_back(s.name);
   }
-  if (pool != nullptr && pool->get_thread_count() != n) { pool->reset(n); }
-}
-ThreadPool& defaults::thread_pool()
-{
-  auto& s = settings();
-  std::lock_guard lock(s.mutex);
-  if (!s.pool) { s.pool = std::make_unique<ThreadPool>(s.num_threads.value); }
-  return *s.pool;
+  return out;
 }
 
-std::size_t defaults::task_size() { return get(&Settings::task_size); }
-void defaults::set_task_size(std::size_t nbytes)
-{
-  require_positive("task_size", nbytes);
-  put(&Settings::task_size, nbytes);
-}
-
-std::size_t defaults::gds_threshold() { return get(&Settings::gds_threshold); }
-void defaults::set_gds_threshold(std::size_t nbytes) { put(&Settings::gds_threshold, nbytes); }
-
-std::size_t defaults::bounce_buffer_size() { return get(&Settings::bounce_buffer_size); }
-void defaults::set_bounce_buffer_size(std::size_t nbytes)
-{
-  require_positive("bounce_buffer_size", nbytes);
-  put(&Settings::bounce_buffer_size, nbytes);
-}
-
-bool defaults::auto_direct_io_read() { return get(&Settings::auto_direct_io_read); }
-void defaults::set_auto_direct_io_read(bool flag) { put(&Settings::auto_direct_io_read, flag); }
-bool defaults::auto_direct_io_write() { return get(&Settings::auto_direct_io_write); }
-void defaults::set_auto_direct_io_write(bool flag) { put(&Settings::auto_direct_io_write, flag); }
-
-std::size_t defaults::http_max_attempts() { return get(&Settings::http_max_attempts); }
-void defaults::set_http_max_attempts(std::size_t attempts)
-{
-  require_positive("http_max_attempts", attempts);
-  put(&Settings::http_max_attempts, attempts);
-}
-
-std::vector<int> defaults::http_status_codes() { return get(&Settings::http_status_codes); }
-void defaults::set_http_status_codes(std::vector<int> codes)
-{
-  for (auto code : codes) {
-    if (code < 100 || code > 599) {
-      bad_value("http_status_codes", join(codes), "HTTP status codes between 100 and 599");
-    }
-  }
-  put(&Settings::http_status_codes, std::move(codes));
-}
-
-long defaults::http_timeout() { return get(&Settings::http_timeout); }
-void defaults::set_http_timeout(long seconds)
-{
-  if (seconds <= 0) {
-    bad_value("http_timeout", std::to_string(seconds), "a positive number of seconds");
-  }
-  put(&Settings::http_timeout, seconds);
-}
+SettingValue defaults::get(std::string_view name) { return value_of(find(name)); }
+void defaults::set(std::string_view name, const SettingValue& value) { assign(find(name), value); }
 
 std::vector<SettingInfo> defaults::list()
 {
   auto& s = settings();
   std::lock_guard lock(s.mutex);
-  auto yes_no = [](bool b) { return std::string(b ? "true" : "false"); };
-  return {
-    {"compat_mode",
-     "KVIKIO_COMPAT_MODE",
-     std::string(to_string(s.compat_mode.value)),
-     s.compat_mode.source},
-    {"num_threads", "KVIKIO_NTHREADS", std::to_string(s.num_threads.value), s.num_threads.source},
-    {"task_size", "KVIKIO_TASK_SIZE", std::to_string(s.task_size.value), s.task_size.source},
-    {"gds_threshold",
-     "KVIKIO_GDS_THRESHOLD",
-     std::to_string(s.gds_threshold.value),
-     s.gds_threshold.source},
-    {"bounce_buffer_size",
-     "KVIKIO_BOUNCE_BUFFER_SIZE",
-     std::to_string(s.bounce_buffer_size.value),
-     s.bounce_buffer_size.source},
-    {"auto_direct_io_read",
-     "KVIKIO_AUTO_DIRECT_IO_READ",
-     yes_no(s.auto_direct_io_read.value),
-     s.auto_direct_io_read.source},
-    {"auto_direct_io_write",
-     "KVIKIO_AUTO_DIRECT_IO_WRITE",
-     yes_no(s.auto_direct_io_write.value),
-     s.auto_direct_io_write.source},
-    {"http_max_attempts",
-     "KVIKIO_HTTP_MAX_ATTEMPTS",
-     std::to_string(s.http_max_attempts.value),
-     s.http_max_attempts.source},
-    {"http_status_codes",
-     "KVIKIO_HTTP_STATUS_CODES",
-     join(s.http_status_codes.value),
-     s.http_status_codes.source},
-    {"http_timeout",
-     "KVIKIO_HTTP_TIMEOUT",
-     std::to_string(s.http_timeout.value),
-     s.http_timeout.source},
-  };
+  std::vector<SettingInfo> out;
+  for (std::size_t i = 0; i < specs().size(); ++i) {
+    const auto& sp = specs()[i];
+    out.push_back({std::string(sp.name),
+                   std::string(sp.env_var),
+                   format(s.entries[i].value),
+                   s.entries[i].source});
+  }
+  return out;
+}
+
+CompatMode defaults::compat_mode() { return typed<CompatMode>(Id::compat_mode); }
+void defaults::set_compat_mode(CompatMode mode) { assign(Id::compat_mode, mode); }
+bool defaults::is_compat_mode_preferred() { return is_compat_mode_preferred(compat_mode()); }
+bool defaults::is_compat_mode_preferred(CompatMode mode)
+{
+  if (mode == CompatMode::ON) { return true; }
+  if (mode == CompatMode::OFF) { return false; }
+  // DESIGN.md §1: AUTO takes cuFile only where GPUDirect Storage really works.
+  return !detail::gds_usable();
+}
+
+unsigned int defaults::num_threads() { return typed<unsigned int>(Id::num_threads); }
+void defaults::set_num_threads(unsigned int n)
+{
+  assign(Id::num_threads, as_value(Id::num_threads, n));
+}
+ThreadPool& defaults::thread_pool()
+{
+  auto& s = settings();
+  std::lock_guard lock(s.mutex);
+  if (!s.pool) {
+    s.pool = std::make_unique<ThreadPool>(
+      static_cast<unsigned int>(std::get<std::int64_t>(s[Id::num_threads].value)));
+  }
+  return *s.pool;
+}
+
+std::size_t defaults::task_size() { return typed<std::size_t>(Id::task_size); }
+void defaults::set_task_size(std::size_t nbytes)
+{
+  assign(Id::task_size, as_value(Id::task_size, nbytes));
+}
+
+std::size_t defaults::gds_threshold() { return typed<std::size_t>(Id::gds_threshold); }
+void defaults::set_gds_threshold(std::size_t nbytes)
+{
+  assign(Id::gds_threshold, as_value(Id::gds_threshold, nbytes));
+}
+
+std::size_t defaults::bounce_buffer_size() { return typed<std::size_t>(Id::bounce_buffer_size); }
+void defaults::set_bounce_buffer_size(std::size_t nbytes)
+{
+  assign(Id::bounce_buffer_size, as_value(Id::bounce_buffer_size, nbytes));
+}
+
+bool defaults::auto_direct_io_read() { return typed<bool>(Id::auto_direct_io_read); }
+void defaults::set_auto_direct_io_read(bool flag) { assign(Id::auto_direct_io_read, flag); }
+bool defaults::auto_direct_io_write() { return typed<bool>(Id::auto_direct_io_write); }
+void defaults::set_auto_direct_io_write(bool flag) { assign(Id::auto_direct_io_write, flag); }
+
+std::size_t defaults::http_max_attempts() { return typed<std::size_t>(Id::http_max_attempts); }
+void defaults::set_http_max_attempts(std::size_t attempts)
+{
+  assign(Id::http_max_attempts, as_value(Id::http_max_attempts, attempts));
+}
+
+std::vector<int> defaults::http_status_codes()
+{
+  const auto v      = value_of(Id::http_status_codes);
+  const auto& codes = std::get<std::vector<std::int64_t>>(v);
+  return {codes.begin(), codes.end()};  // checked to be 100-599 when stored
+}
+void defaults::set_http_status_codes(std::vector<int> codes)
+{
+  assign(Id::http_status_codes, std::vector<std::int64_t>(codes.begin(), codes.end()));
+}
+
+long defaults::http_timeout() { return typed<long>(Id::http_timeout); }
+void defaults::set_http_timeout(long seconds)
+{
+  assign(Id::http_timeout, static_cast<std::int64_t>(seconds));
 }
 
 }  // namespace kvikio

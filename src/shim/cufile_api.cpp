@@ -101,9 +101,20 @@ bool CufileAPI::driver_open() noexcept
     open_reason_ = "driver failed to open: cuFileDriverOpen returned " + cufile_error_text(st);
     return false;
   }
-  open_        = true;
-  open_reason_ = "loaded " + path_ + ", driver open";
+  open_ = true;
+  // A real libcufile without the nvidia-fs module reports nvfs version 0.0.
+  CUfileDrvProps_t props{};
+  nvidia_fs_ = DriverGetProperties(&props).err == CU_FILE_SUCCESS &&
+               (props.nvfs.major_version != 0 || props.nvfs.minor_version != 0);
+  open_reason_ = "loaded " + path_ + ", driver open" + (nvidia_fs_ ? "" : ", no nvidia-fs");
   return true;
+}
+
+bool CufileAPI::nvidia_fs_present() noexcept
+{
+  if (!driver_open()) { return false; }
+  std::lock_guard lock(mutex_);
+  return nvidia_fs_;
 }
 
 void CufileAPI::driver_close() noexcept
@@ -161,5 +172,6 @@ void cufile_check(CUfileError_t status, const char* call, const std::string& con
 }
 
 bool cufile_driver_usable() noexcept { return CufileAPI::instance().driver_open(); }
+bool gds_usable() noexcept { return CufileAPI::instance().nvidia_fs_present(); }
 
 }  // namespace kvikio::detail

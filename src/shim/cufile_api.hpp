@@ -44,6 +44,9 @@ class CufileAPI {
   /// Closes the driver if this process opened it; a later use opens it again.
   void driver_close() noexcept;
   [[nodiscard]] bool driver_is_open() const noexcept;
+  /// The driver opens and reports nvidia-fs (GPUDirect Storage proper: an nvfs version other
+  /// than 0.0). Without it libcufile only runs its own compatibility mode. Never throws.
+  bool nvidia_fs_present() noexcept;
   /// Why cuFile is not usable (library, symbol or driver), or a description when it is.
   [[nodiscard]] std::string reason() const;
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
@@ -60,6 +63,7 @@ class CufileAPI {
   mutable std::mutex mutex_;
   bool open_{false};
   bool open_tried_{false};
+  bool nvidia_fs_{false};  // read when the driver opens
   std::string open_reason_;
 };
 
@@ -75,5 +79,9 @@ void cufile_check(CUfileError_t status, const char* call, const std::string& con
 
 /// True when libcufile loaded, the CUDA driver is usable and cuFileDriverOpen succeeded.
 bool cufile_driver_usable() noexcept;
+
+/// True when GPUDirect Storage really works: cufile_driver_usable() and nvidia-fs present.
+/// This is what AUTO decides by (DESIGN.md §1).
+bool gds_usable() noexcept;
 
 }  // namespace kvikio::detail

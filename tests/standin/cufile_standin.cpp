@@ -9,7 +9,9 @@
 //    are not 4 KiB aligned, as libcufile 1.15 does;
 //  - the batch API completes operations at submit and reports each once;
 //  - KVIKIO_STANDIN_CUFILE_REGISTER_ERROR=<code> makes handle registration fail (the GPU
-//    machine without its udev database fails with 5027).
+//    machine without its udev database fails with 5027);
+//  - KVIKIO_STANDIN_NVIDIA_FS=1 reports nvidia-fs 2.17 in the driver properties (a machine
+//    with GPUDirect Storage proper, where AUTO takes cuFile); without it, nvfs is 0.0.
 #include <cufile.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -47,8 +49,12 @@ struct State {
 
   State()
   {
-    props.nvfs.major_version         = 0;  // no nvidia-fs: is_gds_available is false
-    props.nvfs.minor_version         = 0;
+    // No nvidia-fs (nvfs 0.0: is_gds_available is false, AUTO takes POSIX) unless
+    // KVIKIO_STANDIN_NVIDIA_FS=1 simulates a machine that has it.
+    const char* nvfs                 = std::getenv("KVIKIO_STANDIN_NVIDIA_FS");
+    const bool with_nvfs             = nvfs != nullptr && std::string(nvfs) == "1";
+    props.nvfs.major_version         = with_nvfs ? 2 : 0;
+    props.nvfs.minor_version         = with_nvfs ? 17 : 0;
     props.nvfs.poll_thresh_size      = 4;
     props.nvfs.dcontrolflags         = 1U << CU_FILE_ALLOW_COMPAT_MODE;
     props.max_device_cache_size      = 131072;

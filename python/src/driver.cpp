@@ -1,0 +1,58 @@
+// kvikio._lib's cuFile driver properties (by name, for kvikio.cufile_driver) and CUDA stream
+// registration.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <kvikio/cufile/driver.hpp>
+#include <kvikio/stream.hpp>
+
+#include "bindings.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace kvikio::python {
+namespace {
+
+/// The property as an integer (flags as 0 or 1; Python turns them back into bool).
+std::size_t driver_get(const std::string& name)
+{
+  auto value = cufile_driver::get(name);
+  if (const bool* flag = std::get_if<bool>(&value)) { return *flag ? 1 : 0; }
+  return std::get<std::size_t>(value);
+}
+
+/// `is_bool`: the property is a flag, given as 0 or 1.
+void driver_set(const std::string& name, std::size_t value, bool is_bool)
+{
+  cufile_driver::set(name,
+                     is_bool ? cufile_driver::Value{value != 0} : cufile_driver::Value{value});
+}
+
+}  // namespace
+
+void bind_driver(nb::module_& m)
+{
+  m.def("driver_is_gds_available", [] { return DriverProperties{}.is_gds_available(); });
+  m.def("driver_get", &driver_get, "name"_a);
+  m.def("driver_set", &driver_set, "name"_a, "value"_a, "is_bool"_a);
+  // `stream` is a CUstream handle (an integer in Python).
+  m.def(
+    "stream_register",
+    [](std::uintptr_t stream, unsigned int flags) {
+      kvikio::stream_register(reinterpret_cast<CUstream>(stream), flags);
+    },
+    "stream"_a,
+    "flags"_a);
+  m.def(
+    "stream_deregister",
+    [](std::uintptr_t stream) { kvikio::stream_deregister(reinterpret_cast<CUstream>(stream)); },
+    "stream"_a);
+}
+
+}  // namespace kvikio::python

@@ -1,0 +1,258 @@
+// kvikio._lib.FileHandle (a local file) and the page-cache helpers.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+
+#include <kvikio/compat_mode.hpp>
+#include <kvikio/defaults.hpp>
+#include <kvikio/file_handle.hpp>
+#include <kvikio/file_utils.hpp>
+#include <kvikio/stream.hpp>
+
+#include "args.hpp"
+#include "bindings.hpp"
+#include "buffer.hpp"
+#include "future.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace kvikio::python {
+namespace {
+
+class File {
+ public:
+  File(const std::string& path,
+       const std::string& flags,
+       mode_t mode,
+       std::optional<CompatMode> compat)
+    : path_(path)
+  {
+    auto handle = std::make_shared<FileHandle>();
+    {
+      nb::gil_scoped_release release;
+      *handle = FileHandle(path, flags, mode, compat.value_or(defaults::compat_mode()));
+    }
+    handle_ = std::move(handle);
+  }
+
+  /// Drops this object's hold on the file. A blocking call running in another thread keeps
+  /// its own hold, so the file is closed when that call returns, never under it.
+  void close() noexcept { handle_.reset(); }
+  [[nodiscard]] bool closed() const noexcept { return !handle_ || handle_->closed(); }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  [[nodiscard]] int fd() const { return checked()->fd(); }
+  [[nodiscard]] int open_flags() const { return checked()->fd_open_flags(); }
+  [[nodiscard]] std::size_t nbytes() const { return checked()->nbytes(); }
+  [[nodiscard]] CompatMode compat_mode() const noexcept
+  {
+    return handle_ ? handle_->compat_mode() : CompatMode::ON;
+  }
+  [[nodiscard]] bool is_direct_io_supported() const noexcept
+  {
+    return handle_ && handle_->is_direct_io_supported();
+  }
+
+  IOFuture pread(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    auto view             = BufferView::from_object(buf, /*writable=*/true);
+    const std::size_t n   = request_size(view, size);
+    const std::size_t off = to_size(file_offset, "file_offset");
+    const std::size_t ts  = task_size_or_default(task_size);
+    auto future           = checked()->pread(view.ptr(), n, off, ts);
+    return {std::move(future), std::move(view)};
+  }
+
+  IOFuture pwrite(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    auto view           = BufferView::from_object(buf, /*writable=*/false);
+    const std::size_t n = request_size(view, size);
+    const std::size_t off =
+      file_offset.is_none() ? unspecified_offset : to_size(file_offset, "file_offset");
+    const std::size_t ts = task_size_or_default(task_size);
+    auto future          = checked()->pwrite(view.ptr(), n, off, ts);
+    return {std::move(future), std::move(view)};
+  }
+
+  std::size_t read(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    return pread(buf, size, file_offset, task_size).get();
+  }
+
+  std::size_t write(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    return pwrite(buf, size, file_offset, task_size).get();
+  }
+
+  /// One blocking call on the calling thread, without splitting into tasks.
+  std::size_t raw_read(nb::handle buf,
+                       nb::handle size,
+                       nb::handle file_offset,
+                       nb::handle dev_offset)
+  {
+    auto view             = device_view(buf, /*writable=*/true, "raw_read");
+    const std::size_t bo  = to_size(dev_offset, "dev_offset");
+    const std::size_t n   = request_size(view, size, bo, "dev_offset");
+    const std::size_t off = to_size(file_offset, "file_offset");
+    auto handle           = checked();
+    nb::gil_scoped_release release;
+    return handle->read(view.ptr(), n, off, bo);
+  }
+
+  std::size_t raw_write(nb::handle buf,
+                        nb::handle size,
+                        nb::handle file_offset,
+                        nb::handle dev_offset)
+  {
+    auto view            = device_view(buf, /*writable=*/false, "raw_write");
+    const std::size_t bo = to_size(dev_offset, "dev_offset");
+    const std::size_t n  = request_size(view, size, bo, "dev_offset");
+    const std::size_t off =
+      file_offset.is_none() ? unspecified_offset : to_size(file_offset, "file_offset");
+    auto handle = checked();
+    nb::gil_scoped_release release;
+    return handle->write(view.ptr(), n, off, bo);
+  }
+
+  /// Stream-ordered IO of device memory on CUstream `stream` (see FileHandle::read_async).
+  StreamIOFuture raw_read_async(nb::handle buf,
+                                std::uintptr_t stream,
+                                nb::handle size,
+                                nb::handle file_offset,
+                                nb::handle dev_offset)
+  {
+    return stream_io(false, buf, stream, size, file_offset, dev_offset);
+  }
+  StreamIOFuture raw_write_async(nb::handle buf,
+                                 std::uintptr_t stream,
+                                 nb::handle size,
+                                 nb::handle file_offset,
+                                 nb::handle dev_offset)
+  {
+    return stream_io(true, buf, stream, size, file_offset, dev_offset);
+  }
+
+  StreamIOFuture stream_io(bool write,
+                           nb::handle buf,
+                           std::uintptr_t stream,
+                           nb::handle size,
+                           nb::handle file_offset,
+                           nb::handle dev_offset)
+  {
+    auto view = device_view(buf, /*writable=*/!write, write ? "raw_write_async" : "raw_read_async");
+    const std::size_t bo = to_size(dev_offset, "dev_offset");
+    const std::size_t n  = request_size(view, size, bo, "dev_offset");
+    const off_t off      = to_off_t(to_size(file_offset, "file_offset"), "file_offset");
+    auto* ptr            = view.ptr();
+    auto* cu_stream      = reinterpret_cast<CUstream>(stream);
+    auto handle          = checked();
+    StreamFuture future;
+    {
+      nb::gil_scoped_release release;  // without the stream API this waits for the stream
+      future = write ? handle->write_async(ptr, n, off, static_cast<off_t>(bo), cu_stream)
+                     : handle->read_async(ptr, n, off, static_cast<off_t>(bo), cu_stream);
+    }
+    return {std::move(future), std::move(view)};
+  }
+
+ private:
+  /// The buffer of a raw_* call. Those are libkvikio's device-memory calls: a host buffer is
+  /// refused (ValueError naming the method, file and buffer) rather than quietly taking
+  /// another path; read/write and pread/pwrite are the calls for host memory.
+  [[nodiscard]] BufferView device_view(nb::handle buf, bool writable, const char* method) const
+  {
+    auto view = BufferView::from_object(buf, writable);
+    if (!view.is_device()) {
+      throw nb::value_error(("CuFile." + std::string(method) + " of '" + path_ +
+                             "' takes device memory only (CuPy, Numba or a CUDA DLPack tensor), "
+                             "got host memory (" +
+                             view.type_name() +
+                             "): use read/write or pread/pwrite for host buffers")
+                              .c_str());
+    }
+    return view;
+  }
+
+  /// The handle, shared with the caller for the length of its call (taken with the GIL
+  /// held, so close() in another thread cannot pull it away).
+  [[nodiscard]] std::shared_ptr<FileHandle> checked() const
+  {
+    if (closed()) {
+      throw nb::value_error(("I/O operation on closed file '" + path_ + "'").c_str());
+    }
+    return handle_;
+  }
+  std::string path_;
+  std::shared_ptr<FileHandle> handle_;
+};
+
+}  // namespace
+
+void bind_file(nb::module_& m)
+{
+  auto cls = nb::class_<File>(m, "FileHandle", "A local file (libkvikio's FileHandle).");
+  cls
+    .def(nb::init<const std::string&, const std::string&, mode_t, std::optional<CompatMode>>(),
+         "path"_a,
+         "flags"_a       = "r",
+         "mode"_a        = 0644,
+         "compat_mode"_a = nb::none())
+    .def("close", &File::close)
+    .def_prop_ro("closed", &File::closed)
+    .def_prop_ro("path", &File::path)
+    .def("fileno", &File::fd)
+    .def("open_flags", &File::open_flags)
+    .def("nbytes", &File::nbytes)
+    .def_prop_ro("compat_mode", &File::compat_mode)
+    .def("is_direct_io_supported", &File::is_direct_io_supported);
+  // Reads start at offset 0 by default; writes take None: 0, or the end of an "a" file.
+  def_parallel_io(cls, "pread", &File::pread, DefaultOffset::ZERO);
+  def_parallel_io(cls, "pwrite", &File::pwrite, DefaultOffset::NONE);
+  def_parallel_io(cls, "read", &File::read, DefaultOffset::ZERO);
+  def_parallel_io(cls, "write", &File::write, DefaultOffset::NONE);
+  def_raw_io(cls, "raw_read", &File::raw_read, DefaultOffset::ZERO);
+  def_raw_io(cls, "raw_write", &File::raw_write, DefaultOffset::NONE);
+  for (auto [name, method] : {std::pair{"raw_read_async", &File::raw_read_async},
+                              std::pair{"raw_write_async", &File::raw_write_async}}) {
+    cls.def(name,
+            method,
+            "buf"_a,
+            "stream"_a,
+            "size"_a        = nb::none(),
+            "file_offset"_a = 0,
+            "dev_offset"_a  = 0);
+  }
+
+  m.def("get_page_cache_info",
+        nb::overload_cast<const std::string&>(&get_page_cache_info),
+        "file"_a,
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("get_page_cache_info",
+        nb::overload_cast<int>(&get_page_cache_info),
+        "fd"_a,
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("drop_file_page_cache",
+        nb::overload_cast<const std::string&, bool>(&drop_file_page_cache),
+        "file"_a,
+        "sync_first"_a = true,
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("drop_file_page_cache",
+        nb::overload_cast<int, bool>(&drop_file_page_cache),
+        "fd"_a,
+        "sync_first"_a = true,
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("drop_system_page_cache",
+        &drop_system_page_cache,
+        "reclaim_dentries_and_inodes"_a = true,
+        "sync_first"_a                  = true,
+        nb::call_guard<nb::gil_scoped_release>());
+}
+
+}  // namespace kvikio::python

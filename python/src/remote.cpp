@@ -1,0 +1,264 @@
+// kvikio._lib.RemoteFile (libkvikio's RemoteHandle over HTTP, S3 and WebHDFS), the endpoint
+// type enum, and the translation of remote errors into kvikio.remote_file's exceptions.
+#include <Python.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <kvikio/hdfs.hpp>
+#include <kvikio/remote_handle.hpp>
+
+#include "args.hpp"
+#include "bindings.hpp"
+#include "buffer.hpp"
+#include "future.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace kvikio::python {
+namespace {
+
+/// A remote file: a RemoteHandle shared with the reads running on it.
+class Remote {
+ public:
+  explicit Remote(std::shared_ptr<RemoteHandle> handle)
+    : handle_(std::move(handle)), nbytes_(handle_->nbytes())
+  {
+  }
+
+  /// Makes the endpoint and, without `nbytes`, asks the server for the size, GIL released.
+  template <typename MakeEndpoint>
+  static Remote make(MakeEndpoint make_endpoint, nb::handle nbytes)
+  {
+    auto n = to_opt_size(nbytes, "nbytes");
+    std::shared_ptr<RemoteHandle> handle;
+    {
+      nb::gil_scoped_release release;
+      std::unique_ptr<RemoteEndpoint> endpoint = make_endpoint();
+      handle = n ? std::make_shared<RemoteHandle>(std::move(endpoint), *n)
+                 : std::make_shared<RemoteHandle>(std::move(endpoint));
+    }
+    return Remote(std::move(handle));
+  }
+
+  static Remote open(const std::string& url,
+                     RemoteEndpointType type,
+                     std::optional<std::vector<RemoteEndpointType>> allow_list,
+                     nb::handle nbytes)
+  {
+    auto n = to_opt_size(nbytes, "nbytes");
+    std::shared_ptr<RemoteHandle> handle;
+    {
+      nb::gil_scoped_release release;
+      handle = std::make_shared<RemoteHandle>(RemoteHandle::open(url, type, allow_list, n));
+    }
+    return Remote(std::move(handle));
+  }
+
+  /// Drops this object's hold on the handle; reads already queued keep theirs.
+  void close() noexcept { handle_.reset(); }
+  [[nodiscard]] bool closed() const noexcept { return !handle_; }
+  [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
+  [[nodiscard]] RemoteEndpointType remote_endpoint_type() const
+  {
+    return checked()->remote_endpoint_type();
+  }
+  [[nodiscard]] std::string str() const { return checked()->endpoint().str(); }
+
+  IOFuture pread(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    auto view             = BufferView::from_object(buf, /*writable=*/true);
+    auto handle           = checked();
+    const std::size_t n   = request_size(view, size);
+    const std::size_t off = to_size(file_offset, "file_offset");
+    const std::size_t ts  = task_size_or_default(task_size);
+    // pread checks the range and returns at once; the transfers run on the pool.
+    auto future = handle->pread(view.ptr(), n, off, ts);
+    return {std::move(future), std::move(view), std::move(handle)};
+  }
+
+  std::size_t read(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    return pread(buf, size, file_offset, task_size).get();
+  }
+
+ private:
+  [[nodiscard]] std::shared_ptr<RemoteHandle> checked() const
+  {
+    if (!handle_) { throw nb::value_error("I/O operation on a closed RemoteFile"); }
+    return handle_;
+  }
+  std::shared_ptr<RemoteHandle> handle_;
+  std::size_t nbytes_;
+};
+
+/// Raises kvikio.remote_file.<name> (a RuntimeError subclass defined in Python, so that it
+/// is typed and documented there) with the message, the redacted URL and the HTTP status.
+void raise_remote_error(const char* name, const RemoteError& e)
+{
+  try {
+    nb::object cls = nb::module_::import_("kvikio.remote_file").attr(name);
+    nb::object exc = cls(e.what(), e.url(), e.http_status());
+    PyErr_SetObject(cls.ptr(), exc.ptr());
+  } catch (const std::exception&) {
+    // The class could not be made (the package half-imported?): keep the message at least.
+    PyErr_Clear();
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+}
+
+}  // namespace
+
+void bind_remote(nb::module_& m)
+{
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const RemoteTimeoutError& e) {
+      raise_remote_error("RemoteTimeoutError", e);
+    } catch (const RemoteTransportError& e) {
+      raise_remote_error("RemoteTransportError", e);
+    } catch (const RemoteHttpError& e) {
+      raise_remote_error("RemoteHttpError", e);
+    } catch (const RemoteRangeError& e) {
+      raise_remote_error("RemoteRangeError", e);
+    } catch (const RemoteTruncatedError& e) {
+      raise_remote_error("RemoteTruncatedError", e);
+    } catch (const RemoteError& e) {
+      raise_remote_error("RemoteError", e);
+    }
+  });
+
+  nb::enum_<RemoteEndpointType>(
+    m, "RemoteEndpointType", "The kinds of remote endpoint (AUTO: inferred from the URL).")
+    .value("AUTO", RemoteEndpointType::AUTO)
+    .value("S3", RemoteEndpointType::S3)
+    .value("S3_PUBLIC", RemoteEndpointType::S3_PUBLIC)
+    .value("S3_PRESIGNED_URL", RemoteEndpointType::S3_PRESIGNED_URL)
+    .value("WEBHDFS", RemoteEndpointType::WEBHDFS)
+    .value("HTTP", RemoteEndpointType::HTTP);
+
+  using OptStr = std::optional<std::string>;
+  auto cls     = nb::class_<Remote>(m, "RemoteFile", "A remote file (libkvikio's RemoteHandle).");
+  cls
+    .def_static(
+      "open_http",
+      [](const std::string& url, nb::handle nbytes) {
+        return Remote::make([&] { return std::make_unique<HttpEndpoint>(url); }, nbytes);
+      },
+      "url"_a,
+      "nbytes"_a = nb::none())
+    .def_static(
+      "open_s3",
+      [](const std::string& bucket,
+         const std::string& object,
+         nb::handle nbytes,
+         OptStr region,
+         OptStr key,
+         OptStr secret,
+         OptStr endpoint_url,
+         OptStr token) {
+        return Remote::make(
+          [&] {
+            return std::make_unique<S3Endpoint>(
+              std::make_pair(bucket, object), region, key, secret, endpoint_url, token);
+          },
+          nbytes);
+      },
+      "bucket_name"_a,
+      "object_name"_a,
+      "nbytes"_a                = nb::none(),
+      "aws_region"_a            = nb::none(),
+      "aws_access_key_id"_a     = nb::none(),
+      "aws_secret_access_key"_a = nb::none(),
+      "aws_endpoint_url"_a      = nb::none(),
+      "aws_session_token"_a     = nb::none())
+    .def_static(
+      "open_s3_from_http_url",
+      [](const std::string& url,
+         nb::handle nbytes,
+         OptStr region,
+         OptStr key,
+         OptStr secret,
+         OptStr token) {
+        return Remote::make(
+          [&] { return std::make_unique<S3Endpoint>(url, region, key, secret, token); }, nbytes);
+      },
+      "url"_a,
+      "nbytes"_a                = nb::none(),
+      "aws_region"_a            = nb::none(),
+      "aws_access_key_id"_a     = nb::none(),
+      "aws_secret_access_key"_a = nb::none(),
+      "aws_session_token"_a     = nb::none())
+    .def_static(
+      "open_s3_from_s3_url",
+      [](const std::string& url,
+         nb::handle nbytes,
+         OptStr region,
+         OptStr key,
+         OptStr secret,
+         OptStr endpoint_url,
+         OptStr token) {
+        return Remote::make(
+          [&] {
+            return std::make_unique<S3Endpoint>(
+              S3Endpoint::parse_s3_url(url), region, key, secret, endpoint_url, token);
+          },
+          nbytes);
+      },
+      "url"_a,
+      "nbytes"_a                = nb::none(),
+      "aws_region"_a            = nb::none(),
+      "aws_access_key_id"_a     = nb::none(),
+      "aws_secret_access_key"_a = nb::none(),
+      "aws_endpoint_url"_a      = nb::none(),
+      "aws_session_token"_a     = nb::none())
+    .def_static(
+      "open_s3_public",
+      [](const std::string& url, nb::handle nbytes) {
+        return Remote::make([&] { return std::make_unique<S3PublicEndpoint>(url); }, nbytes);
+      },
+      "url"_a,
+      "nbytes"_a = nb::none())
+    .def_static(
+      "open_s3_presigned_url",
+      [](const std::string& url, nb::handle nbytes) {
+        return Remote::make([&] { return std::make_unique<S3EndpointWithPresignedUrl>(url); },
+                            nbytes);
+      },
+      "presigned_url"_a,
+      "nbytes"_a = nb::none())
+    .def_static(
+      "open_webhdfs",
+      [](const std::string& url, nb::handle nbytes) {
+        return Remote::make([&] { return std::make_unique<WebHdfsEndpoint>(url); }, nbytes);
+      },
+      "url"_a,
+      "nbytes"_a = nb::none())
+    .def_static("open",
+                &Remote::open,
+                "url"_a,
+                "remote_endpoint_type"_a = RemoteEndpointType::AUTO,
+                "allow_list"_a           = nb::none(),
+                "nbytes"_a               = nb::none())
+    .def("close", &Remote::close)
+    .def_prop_ro("closed", &Remote::closed)
+    .def("nbytes", &Remote::nbytes)
+    .def("remote_endpoint_type", &Remote::remote_endpoint_type)
+    .def("__str__", &Remote::str);
+  def_parallel_io(cls, "pread", &Remote::pread, DefaultOffset::ZERO);
+  def_parallel_io(cls, "read", &Remote::read, DefaultOffset::ZERO);
+  m.def(
+    "redact_url", [](const std::string& url) { return redact_url(url); }, "url"_a);
+}
+
+}  // namespace kvikio::python
