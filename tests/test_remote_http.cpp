@@ -13,7 +13,7 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "core/task_split.hpp"
-#include "remote/staging.hpp"
+#include "device/staging.hpp"
 #include "remote/transfer.hpp"
 #include "remote_servers.hpp"
 #include "test_utils.hpp"
@@ -601,11 +601,11 @@ TEST_F(RemoteHttp, RangeStagedThroughTwoBuffersSurvivesAResume)
     b0.data(),
     b1.data(),
     b0.size(),
-    [&](int, const char* p, std::size_t n, std::size_t off) {
+    [&](const char* p, std::size_t n, std::size_t off) {
       std::memcpy(dest.data() + off, p, n);
       ++flushes;
     },
-    [](int) {});
+    [] {});
   testing::internal::CaptureStderr();
   EXPECT_EQ(detail::fetch_range(endpoint, 55, dest.size(), std::ref(sink)), dest.size());
   auto err = testing::internal::GetCapturedStderr();

@@ -12,7 +12,6 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "remote/baseline.hpp"
-#include "remote/staging.hpp"
 #include "remote/url.hpp"
 #include "remote_servers.hpp"
 #include "test_utils.hpp"
@@ -193,64 +192,4 @@ TEST(RemoteUrl, BaselineRejectsBadArguments)
                std::invalid_argument);
   EXPECT_THROW(detail::curl_parallel_range_get("http://127.0.0.1:1/x", buf, 4, 0, 4, 1),
                std::runtime_error);
-}
-
-// ------------------------------------------------------------------------------ StagingSink
-
-namespace {
-/// A stand-in for a device: copies are deferred until their slot is waited on, like async
-/// copies, so a staging buffer overwritten before its wait would corrupt the result.
-struct DeferredCopies {
-  std::vector<char>& dest;
-  struct Pending {
-    const char* src{nullptr};
-    std::size_t n{0}, offset{0};
-    bool live{false};
-  };
-  std::array<Pending, 2> pending{};
-  std::size_t flushes{0}, waits{0};
-  void flush(int slot, const char* src, std::size_t n, std::size_t offset)
-  {
-    ASSERT_FALSE(pending[slot].live) << "slot " << slot << " flushed twice without a wait";
-    pending[slot] = {src, n, offset, true};
-    ++flushes;
-  }
-  void wait(int slot)
-  {
-    ASSERT_TRUE(pending[slot].live);
-    std::memcpy(dest.data() + pending[slot].offset, pending[slot].src, pending[slot].n);
-    pending[slot].live = false;
-    ++waits;
-  }
-};
-}  // namespace
-
-TEST(RemoteStaging, StagingSinkDeliversEveryByteInPlaceWithTwoBuffers)
-{
-  auto data = test::random_bytes(1'000'003, 9);
-  for (std::size_t capacity :
-       {std::size_t{1}, std::size_t{4096}, std::size_t{65'537}, std::size_t{2'000'000}}) {
-    SCOPED_TRACE(capacity);
-    std::vector<char> dest(data.size(), 0), b0(capacity), b1(capacity);
-    DeferredCopies dev{dest};
-    detail::StagingSink sink(
-      b0.data(),
-      b1.data(),
-      capacity,
-      [&](int s, const char* p, std::size_t n, std::size_t off) { dev.flush(s, p, n, off); },
-      [&](int s) { dev.wait(s); });
-    std::mt19937 rng(1);
-    std::size_t pos = 0;
-    while (pos < data.size()) {  // network-like pieces of varying size
-      std::size_t n = std::min<std::size_t>(data.size() - pos, 1 + rng() % 100'000);
-      sink(data.data() + pos, n);
-      pos += n;
-    }
-    EXPECT_EQ(sink.finish(), data.size());
-    EXPECT_EQ(dest, data);
-    EXPECT_EQ(dev.flushes, dev.waits);
-    EXPECT_EQ(dev.flushes, (data.size() + capacity - 1) / capacity);
-  }
-  std::vector<char> b(4);
-  EXPECT_THROW(detail::StagingSink(b.data(), nullptr, 4, {}, {}), std::invalid_argument);
 }

@@ -267,10 +267,10 @@ class RemoteHandle {
   [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
   [[nodiscard]] const RemoteEndpoint& endpoint() const noexcept { return *endpoint_; }
 
-  /// Reads `size` bytes at `file_offset` into `buf` (host memory; device memory once the
-  /// device pipeline is wired) on the calling thread, as consecutive range requests of at most
-  /// `defaults::task_size()` bytes (each retried and resumed as described above). Blocking. Returns
-  /// `size`. A zero-byte read sends nothing.
+  /// Reads `size` bytes at `file_offset` into `buf` (host or device memory; device memory is
+  /// staged through a pinned bounce buffer) on the calling thread, as consecutive range requests of
+  /// at most `defaults::task_size()` bytes (each retried and resumed as described above). Blocking.
+  /// Returns `size`. A zero-byte read sends nothing.
   /// @throws EndOfFileError naming the URL if the range ends past nbytes(); RemoteError.
   std::size_t read(void* buf, std::size_t size, std::size_t file_offset = 0);
 

@@ -1,25 +1,24 @@
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 #include <kvikio/hdfs.hpp>
 #include <kvikio/remote_handle.hpp>
 
 #include "core/parallel_io.hpp"
-#include "device/bounce_buffer.hpp"
 #include "device/pointer.hpp"
-#include "remote/staging.hpp"
+#include "device/staging.hpp"
 #include "remote/transfer.hpp"
-#include "shim/cuda_api.hpp"
 
 namespace kvikio {
 namespace detail {
 
 // Reads one range into `buf`, described by `info`. This is the one place where the
 // destination's memory kind matters. Memory the CPU can write (host, pinned, managed): the
-// sink copies each network piece straight into place. Device memory: the pieces are packed
-// into the two halves of a pooled pinned bounce buffer, and each full half is copied to the
-// device on this thread's stream.
+// sink copies each network piece straight into place. Device memory: the pieces go to the
+// device floor's stager, which packs them into a pooled pinned bounce buffer and copies each
+// full half to the device while the network fills the other.
 std::size_t read_range_into(RemoteEndpoint& endpoint,
                             const PointerInfo& info,
                             void* buf,
@@ -34,38 +33,10 @@ std::size_t read_range_into(RemoteEndpoint& endpoint,
     };
     return fetch_range(endpoint, file_offset, size, host_sink);
   }
-  const std::string what = "reading " + redact_url(endpoint.url()) + " into device memory";
-  const auto& api        = *cuda_api_or_throw(what);
-  ContextGuard guard(info.context);
-  CUstream stream = thread_stream(info.context);
-  BounceBuffer bounce;
-  const std::size_t half = bounce.size() / 2;
-  // Before a half is refilled its copy must be done. Waiting on the whole stream also waits
-  // for the copy of the half just filled, so network and copy barely overlap; the copies run
-  // at PCIe speed, an order of magnitude faster than the network, so that costs little.
-  auto wait_for_copies = [&](int) {
-    cuda_check(api.StreamSynchronize(stream), "cuStreamSynchronize", what);
-  };
-  StagingSink staging(
-    bounce.data(),
-    bounce.data() + half,
-    half,
-    [&](int, const char* staged, std::size_t n, std::size_t dest_offset) {
-      cuda_check(
-        api.MemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst + dest_offset), staged, n, stream),
-        "cuMemcpyHtoDAsync",
-        what);
-    },
-    wait_for_copies);
-  Sink sink = [&staging](const char* data, std::size_t n) { staging(data, n); };
-  try {
-    fetch_range(endpoint, file_offset, size, sink);
-  } catch (...) {
-    // The bounce buffer goes back to the pool on the way out: no copy may still read it.
-    api.StreamSynchronize(stream);
-    throw;
-  }
-  return staging.finish();
+  DeviceStager stager(
+    info.context, dst, "reading " + redact_url(endpoint.url()) + " into device memory");
+  fetch_range(endpoint, file_offset, size, std::ref(stager));
+  return stager.finish();
 }
 
 /// Inspects the destination of a read of `size` bytes; rejects device ranges that run past
