@@ -58,7 +58,15 @@ CurlHandle::CurlHandle()
 
 CurlHandle::~CurlHandle()
 {
-  if (handle_ == thread_curl.handle) {
+  if (handle_ == thread_curl.handle && failed_) {
+    // Not reused after a failure: libcurl 7.88 keeps the receive buffer of a transfer ended
+    // by a refused redirect, and then rejects CURLOPT_BUFFERSIZE on the handle. The next
+    // request makes a new one (a failed transfer's connection is rarely reusable anyway).
+    curl_easy_cleanup(handle_);
+    thread_curl.handle = nullptr;
+    thread_curl.in_use = false;
+    if (headers_ != nullptr) { curl_slist_free_all(headers_); }
+  } else if (handle_ == thread_curl.handle) {
     // The handle outlives this request in the thread cache: reset it now, so that it keeps no
     // pointer into the finished request (its stack error buffer, its header and body state,
     // the header list freed below) that curl_easy_cleanup at thread exit could write through.
@@ -70,6 +78,13 @@ CurlHandle::~CurlHandle()
     curl_easy_cleanup(handle_);
     if (headers_ != nullptr) { curl_slist_free_all(headers_); }
   }
+}
+
+CURLcode CurlHandle::perform() noexcept
+{
+  auto rc = curl_easy_perform(handle_);
+  failed_ = failed_ || rc != CURLE_OK;
+  return rc;
 }
 
 void CurlHandle::append_header(const std::string& header)
@@ -455,7 +470,7 @@ std::size_t fetch_range(RemoteEndpoint& endpoint,
     curl.setopt(CURLOPT_WRITEFUNCTION, on_range_body);
     curl.setopt(CURLOPT_WRITEDATA, &st);
     Attempt a;
-    a.rc = curl_easy_perform(curl.get());
+    a.rc = curl.perform();
     curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
     a.curl_error = errbuf;
     received += st.got;
@@ -556,7 +571,7 @@ Response fetch_meta(RemoteEndpoint& endpoint,
       curl.setopt(CURLOPT_WRITEFUNCTION, on_meta_body);
       curl.setopt(CURLOPT_WRITEDATA, &body);
       Attempt a;
-      a.rc = curl_easy_perform(curl.get());
+      a.rc = curl.perform();
       curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
       a.curl_error = errbuf;
       if (body.over_cap) {
