@@ -193,7 +193,8 @@ TEST(RemoteWebHdfsUrl, DotSegmentsThatCouldLeaveTheWebHdfsRootAreRejected)
                            "a/..",
                            "a/%2e%2E/b",
                            "a/%2E/b",
-                           "a/.%2e/b"}) {
+                           "a/.%2e/b",
+                           "a/..%2F..%2Fadmin/x"}) {
     SCOPED_TRACE(path);
     auto full = "http://host:9870/webhdfs/v1/" + path + "?user.name=alice";
     try {

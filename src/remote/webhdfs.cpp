@@ -32,18 +32,29 @@ bool is_dot_segment(std::string_view seg)
 
 // The file path after /webhdfs/v1/ must stay below it: a "." or ".." segment would be removed
 // by a server or proxy that normalises paths and could reach another REST root (/webhdfs/admin).
-void check_path_segments(std::string_view path, const std::string& shown)
+void check_path_segments(std::string_view raw_path, const std::string& shown)
 {
+  // An encoded slash ("..%2F..%2Fadmin") becomes a separator on servers that decode first.
+  std::string path;
+  for (std::size_t i = 0; i < raw_path.size(); ++i) {
+    if (raw_path.substr(i, 3) == "%2f" || raw_path.substr(i, 3) == "%2F") {
+      path += '/';
+      i += 2;
+    } else {
+      path += raw_path[i];
+    }
+  }
   std::size_t start = 0;
   while (start <= path.size()) {
     auto slash = path.find('/', start);
-    auto seg   = path.substr(start, slash == std::string_view::npos ? slash : slash - start);
+    auto seg =
+      std::string_view(path).substr(start, slash == std::string::npos ? slash : slash - start);
     if (is_dot_segment(seg)) {
       throw std::invalid_argument("WebHdfsEndpoint: the path of '" + shown +
                                   "' has a '.' or '..' segment; WebHDFS paths must stay below " +
                                   std::string(webhdfs_prefix));
     }
-    if (slash == std::string_view::npos) { break; }
+    if (slash == std::string::npos) { break; }
     start = slash + 1;
   }
 }
