@@ -14,8 +14,9 @@
 /// once. Every error message names the URL with credentials and signatures removed.
 ///
 /// TLS: certificates are verified. The CA bundle is taken from CURL_CA_BUNDLE, SSL_CERT_FILE
-/// or SSL_CERT_DIR when set (as the curl tool does), else libcurl's built-in default, else the
-/// first common system bundle that exists.
+/// or SSL_CERT_DIR as set when the endpoint was constructed (as the curl tool does), else
+/// libcurl's built-in default, else the first common system bundle that exists. Redirects
+/// (HTTP and WebHDFS endpoints) stay on https when the URL is https, and on http(s) otherwise.
 #include <cstddef>
 #include <cstdint>
 #include <future>
