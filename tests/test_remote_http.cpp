@@ -709,3 +709,149 @@ TEST_F(RemoteHttp, DeviceRangePastItsAllocationIsRejectedBeforeAnyRequest)
     h.pread(static_cast<char*>(device.data()) + 10, 995, 0), std::out_of_range, "data.bin");
   EXPECT_EQ(requests(), before);
 }
+
+// ------------------------------------------------------------------ reliability audit fixes
+
+namespace {
+
+/// Replaces `path` atomically (a new inode, so a new ETag on the range server).
+void replace_file(const std::string& path, const std::vector<char>& data)
+{
+  test::write_file(path + ".new", data);
+  std::filesystem::rename(path + ".new", path);
+}
+
+}  // namespace
+
+// Audit #11: each range was a separate GET with nothing tying it to the size request's
+// version, so a file replaced during a read was stitched from both versions.
+TEST_F(RemoteHttp, FileReplacedDuringAReadIsObjectChangedErrorThroughIfMatch)
+{
+  defaults::set_num_threads(4);
+  auto h = RemoteHandle::open(url());
+  std::vector<char> buf(data_.size());
+  EXPECT_EQ(h.pread(buf.data(), buf.size(), 0, 100'000).get(), buf.size());  // If-Match sent
+  expect_bytes(data_, buf, 0, buf.size());
+  auto other = test::random_bytes(data_.size(), 8);  // same size: only the ETag tells
+  replace_file(dir_.file("data.bin"), other);
+  for (std::size_t offset : {std::size_t{0}, std::size_t{5000}}) {
+    try {
+      h.read(buf.data(), 1000, offset);
+      FAIL() << "expected RemoteObjectChangedError";
+    } catch (const RemoteObjectChangedError& e) {
+      std::string what = e.what();
+      EXPECT_EQ(e.http_status(), 412) << what;
+      EXPECT_NE(what.find("the object changed during the read"), std::string::npos) << what;
+      EXPECT_NE(what.find(url()), std::string::npos) << what;
+      EXPECT_NE(what.find("bytes=" + std::to_string(offset) + "-"), std::string::npos) << what;
+    }
+  }
+  EXPECT_THROW(h.pread(buf.data(), buf.size(), 0, 100'000).get(), RemoteObjectChangedError);
+  // A new handle pins the new version.
+  auto h2 = RemoteHandle::open(url());
+  EXPECT_EQ(h2.read(buf.data(), buf.size()), buf.size());
+  expect_bytes(other, buf, 0, buf.size());
+}
+
+// Audit #11, servers without ETags: a Content-Range total other than the size read at open
+// means another version.
+TEST_F(RemoteHttp, ContentRangeTotalOtherThanTheSizeIsObjectChangedError)
+{
+  auto h = RemoteHandle::open(url("noetag=1"));
+  ASSERT_EQ(h.nbytes(), data_.size());
+  std::vector<char> buf(1000);
+  EXPECT_EQ(h.read(buf.data(), buf.size(), 7), buf.size());
+  auto longer = test::random_bytes(data_.size() + 10, 9);
+  replace_file(dir_.file("data.bin"), longer);
+  try {
+    h.read(buf.data(), buf.size(), 7);
+    FAIL() << "expected RemoteObjectChangedError";
+  } catch (const RemoteObjectChangedError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(e.http_status(), 206) << what;
+    EXPECT_NE(what.find("is now " + std::to_string(longer.size()) + " bytes long"),
+              std::string::npos)
+      << what;
+    EXPECT_NE(what.find("not the " + std::to_string(data_.size()) + " bytes"), std::string::npos)
+      << what;
+  }
+}
+
+// Audit #16: the one-byte probe kept accepting (and dropping) the body of a server that
+// ignores Range, so it downloaded the whole object, then failed without a useful reason.
+TEST_F(RemoteHttp, SizeProbeStopsAtTheBodyCapOnAServerIgnoringRange)
+{
+  defaults::set_http_max_attempts(3);
+  test::write_file(dir_.file("big.bin"), test::random_bytes(8 << 20, 4));
+  const auto big = server_->base_url() + "/big.bin?nohead=1&norange=1";
+  try {
+    RemoteHandle::open(big);
+    FAIL() << "expected RemoteRangeError";
+  } catch (const RemoteRangeError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(e.http_status(), 200) << what;
+    EXPECT_NE(what.find("GET bytes=0-0 of " + big), std::string::npos) << what;
+    EXPECT_NE(what.find("ignored the Range header"), std::string::npos) << what;
+    EXPECT_NE(what.find("more than 1 MiB"), std::string::npos) << what;
+  }
+  // One GET (the server counts no HEAD it refuses): no retry.
+  auto stats = http_get(server_->base_url() + "/_stats");
+  EXPECT_NE(stats.find("\"/big.bin\": 1}"), std::string::npos) << stats;
+}
+
+TEST_F(RemoteHttp, RedirectsToOtherProtocolsThanHttpAreRefused)
+{
+  // Audit #7: libcurl's default would follow http -> ftp.
+  try {
+    RemoteHandle::open(url("redirect=302&location=ftp://127.0.0.1:1/data.bin"));
+    FAIL() << "expected RemoteTransportError";
+  } catch (const RemoteTransportError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("(curl error " + std::to_string(CURLE_UNSUPPORTED_PROTOCOL) + ")"),
+              std::string::npos)
+      << what;
+  }
+}
+
+TEST_F(RemoteHttps, RedirectFromHttpsToPlainHttpIsRefused)
+{
+  // Audit #7: an https URL must not continue in clear text.
+  ScopedEnv ca("CURL_CA_BUNDLE", cert_);
+  ServerProcess plain("range_server.py",
+                      std::vector<std::string>{"--root", dir_.file(""), "--port", "0"},
+                      dir_.file("plain.log"));
+  const auto to_http = url_ + "?redirect=302&location=" + plain.base_url() + "/data.bin";
+  try {
+    RemoteHandle::open(to_http);
+    FAIL() << "expected RemoteTransportError";
+  } catch (const RemoteTransportError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(e.http_status(), 302) << what;
+    EXPECT_NE(what.find("(curl error " + std::to_string(CURLE_UNSUPPORTED_PROTOCOL) + ")"),
+              std::string::npos)
+      << what;
+  }
+  // https -> https is followed.
+  auto h = RemoteHandle::open(url_ + "?redirect=307");
+  ASSERT_EQ(h.nbytes(), data_.size());
+}
+
+// Audit #12: the CA variables were read with getenv on pool threads at every attempt (racing
+// with setenv elsewhere). They are read once, when the endpoint is made.
+TEST_F(RemoteHttps, CaVariablesAreReadWhenTheEndpointIsMade)
+{
+  defaults::set_num_threads(4);
+  std::optional<RemoteHandle> h;
+  {
+    ScopedEnv e("CURL_CA_BUNDLE", cert_);
+    h.emplace(RemoteHandle::open(url_));
+  }
+  // The variable is gone; the handle's requests still trust the bundle it was made with.
+  std::vector<char> buf(data_.size());
+  EXPECT_EQ(h->pread(buf.data(), buf.size(), 0, 20'000).get(), buf.size());
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data_.begin()));
+  // And a handle made without it does not pick up a later setting.
+  RemoteHandle untrusted(std::make_unique<HttpEndpoint>(url_), data_.size());
+  ScopedEnv later("CURL_CA_BUNDLE", cert_);
+  EXPECT_THROW(untrusted.read(buf.data(), 10), RemoteTransportError);
+}

@@ -295,3 +295,99 @@ TEST_F(RemoteS3, PublicObjectIsReadUnsigned)
     EXPECT_NE(std::string(e.what()).find(object_url("private.bin")), std::string::npos) << e.what();
   }
 }
+
+// Reliability audit #1: libcurl removed "." and ".." segments before sending and signing, so
+// the key "../tenant-b/secret.bin" of one bucket read another bucket's object, and "a/../b"
+// read "b". Keys are sent byte for byte now: the literal key, or 404.
+TEST_F(RemoteS3, DotSegmentsInKeysReadTheLiteralKeyNeverAnotherObject)
+{
+  auth(false);
+  auto r = server_->command(R"({"cmd": "bucket", "bucket": "other-bucket"})");
+  ASSERT_NE(r.find("\"ok\""), std::string::npos) << r;
+  auto file = [&](const std::string& name, const std::string& text) {
+    test::write_file(dir_.file(name), std::vector<char>(text.begin(), text.end()));
+    return dir_.file(name);
+  };
+  auto put_in = [&](const std::string& b, const std::string& key, const std::string& path) {
+    auto reply = server_->command(R"({"cmd": "put", "bucket": ")" + b + R"(", "key": ")" + key +
+                                  R"(", "path": ")" + path + "\"}");
+    ASSERT_NE(reply.find("\"ok\""), std::string::npos) << reply;
+  };
+  put_in("other-bucket", "k", file("secret", "other bucket's secret"));
+  put("b", file("b", "object b"));
+  put("x", file("x", "object x"));
+  put("a/../b", file("adotdotb", "the literal key a/../b"));
+  put("./x", file("dotx", "the literal key ./x"));
+  auth(true);
+  auto open = [&](const std::string& key) {
+    return RemoteHandle(
+      std::make_unique<S3Endpoint>(std::pair<std::string, std::string>{bucket, key},
+                                   "us-east-1",
+                                   key_,
+                                   secret_,
+                                   server_->base_url()));
+  };
+  auto read_all = [](RemoteHandle& h) {
+    std::string s(h.nbytes(), '\0');
+    h.read(s.data(), s.size());
+    return s;
+  };
+  {
+    auto h = open("a/../b");
+    EXPECT_EQ(h.endpoint().url(), object_url("a/../b"));
+    EXPECT_EQ(read_all(h), "the literal key a/../b");
+  }
+  {
+    auto h = open("./x");
+    EXPECT_EQ(read_all(h), "the literal key ./x");
+  }
+  for (std::string key : {"../other-bucket/k", "x/../../other-bucket/./k"}) {
+    SCOPED_TRACE(key);
+    try {
+      auto h = open(key);
+      FAIL() << "expected RemoteHttpError, read: " << read_all(h);
+    } catch (const RemoteHttpError& e) {
+      EXPECT_EQ(e.http_status(), 404) << e.what();
+      EXPECT_NE(std::string(e.what()).find(object_url(key)), std::string::npos) << e.what();
+    }
+    // A known size skips the HEAD: the range GET must not read the other bucket either.
+    RemoteHandle h(std::make_unique<S3Endpoint>(std::pair<std::string, std::string>{bucket, key},
+                                                "us-east-1",
+                                                key_,
+                                                secret_,
+                                                server_->base_url()),
+                   21);
+    std::string buf(21, '\0');
+    EXPECT_THROW(h.read(buf.data(), buf.size()), RemoteHttpError);
+    EXPECT_NE(buf, "other bucket's secret");
+  }
+}
+
+// Reliability audit #11 on S3: range requests carry If-Match with the HEAD's ETag (signed
+// with them), and an object overwritten during a read fails instead of mixing versions.
+TEST_F(RemoteS3, ObjectOverwrittenDuringAReadIsObjectChangedError)
+{
+  auth(true);
+  RemoteHandle h(
+    std::make_unique<S3Endpoint>(std::pair<std::string, std::string>{bucket, "data.bin"},
+                                 "us-east-1",
+                                 key_,
+                                 secret_,
+                                 server_->base_url()));
+  std::vector<char> buf(1000);
+  EXPECT_EQ(h.read(buf.data(), buf.size(), 10), buf.size());
+  auto other = data_;
+  other[0] ^= 1;
+  test::write_file(dir_.file("other.bin"), other);
+  auth(false);
+  put("data.bin", dir_.file("other.bin"));
+  auth(true);
+  try {
+    h.read(buf.data(), buf.size(), 10);
+    FAIL() << "expected RemoteObjectChangedError";
+  } catch (const RemoteObjectChangedError& e) {
+    EXPECT_EQ(e.http_status(), 412) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the object changed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(object_url("data.bin")), std::string::npos) << e.what();
+  }
+}

@@ -12,6 +12,7 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "remote/baseline.hpp"
+#include "remote/curl_handle.hpp"
 #include "remote/url.hpp"
 #include "remote_servers.hpp"
 #include "test_utils.hpp"
@@ -192,4 +193,109 @@ TEST(RemoteUrl, BaselineRejectsBadArguments)
                std::invalid_argument);
   EXPECT_THROW(detail::curl_parallel_range_get("http://127.0.0.1:1/x", buf, 4, 0, 4, 1),
                std::runtime_error);
+}
+
+TEST(RemoteS3Names, BucketsAndRegionsThatCouldChangeTheHostAreRejected)
+{
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKEYID"), s("AWS_SECRET_ACCESS_KEY", "secret"),
+    t("AWS_SESSION_TOKEN", std::nullopt), r("AWS_DEFAULT_REGION", "us-east-1"),
+    u("AWS_ENDPOINT_URL", std::nullopt);
+  for (std::string bucket : std::vector<std::string>{"127.0.0.1:1#",
+                                                     "evil.example?",
+                                                     "evil.example/",
+                                                     "user@evil.example",
+                                                     "Upper-Case",
+                                                     "under_score",
+                                                     "ab",
+                                                     std::string(64, 'a'),
+                                                     "-dash-first",
+                                                     "dot-last.",
+                                                     "a..b",
+                                                     "192.168.1.1",
+                                                     "sp ace",
+                                                     "[::1]"}) {
+    SCOPED_TRACE(bucket);
+    auto msg = invalid_argument_message(
+      [&] { S3Endpoint::url_from_bucket_and_object(bucket, "k", "us-east-1", std::nullopt); });
+    EXPECT_NE(msg.find("invalid bucket name '" + bucket + "'"), std::string::npos) << msg;
+    msg = invalid_argument_message([&] {
+      S3Endpoint e(std::pair<std::string, std::string>{bucket, "k"}, "us-east-1", "id", "secret");
+    });
+    EXPECT_NE(msg.find("invalid bucket name '" + bucket + "'"), std::string::npos) << msg;
+  }
+  // Through the URL forms, with credentials in the environment: refused before any request
+  // (port 1 has no listener: a request would have been a RemoteTransportError).
+  for (std::string url : {"s3://127.0.0.1:1#/any/key", "s3://evil.example?/k"}) {
+    SCOPED_TRACE(url);
+    EXPECT_EQ(infer_remote_endpoint_type(url), RemoteEndpointType::S3);
+    auto msg = invalid_argument_message([&] { RemoteHandle::open(url); });
+    EXPECT_NE(msg.find("invalid bucket name"), std::string::npos) << msg;
+    msg = invalid_argument_message([&] {
+      RemoteHandle::open(url, RemoteEndpointType::AUTO, std::vector{RemoteEndpointType::S3});
+    });
+    EXPECT_NE(msg.find("invalid bucket name"), std::string::npos) << msg;
+    msg = invalid_argument_message([&] { S3Endpoint e(url); });
+    EXPECT_NE(msg.find("invalid bucket name"), std::string::npos) << msg;
+    msg = invalid_argument_message([&] { S3PublicEndpoint e(url); });
+    EXPECT_NE(msg.find("invalid bucket name"), std::string::npos) << msg;
+    ScopedEnv no_region("AWS_DEFAULT_REGION", std::nullopt);
+    msg = invalid_argument_message([&] { S3PublicEndpoint e(url); });
+    EXPECT_NE(msg.find("invalid bucket name"), std::string::npos) << msg;
+  }
+  for (std::string region : {"us-east-1.evil.example#", "us-east-1:9", "US-EAST-1", "", "a/b"}) {
+    SCOPED_TRACE(region);
+    auto msg = invalid_argument_message(
+      [&] { S3Endpoint::url_from_bucket_and_object("bkt", "k", region, std::nullopt); });
+    EXPECT_NE(msg.find("invalid AWS region '" + region + "'"), std::string::npos) << msg;
+    // The region is also the SigV4 scope, with an endpoint URL too.
+    msg = invalid_argument_message(
+      [&] { S3Endpoint e("http://127.0.0.1:1/bkt/k", region, "id", "secret"); });
+    EXPECT_NE(msg.find("invalid AWS region"), std::string::npos) << msg;
+  }
+  // Valid names pass; path-style buckets are one encoded path segment, but not "." or "..".
+  EXPECT_EQ(S3Endpoint::url_from_bucket_and_object("my.bucket-1", "k", "cn-north-1", std::nullopt),
+            "https://my.bucket-1.s3.cn-north-1.amazonaws.com/k");
+  EXPECT_EQ(
+    S3Endpoint::url_from_bucket_and_object("Legacy_Bucket", "k", std::nullopt, "http://minio:9000"),
+    "http://minio:9000/Legacy_Bucket/k");
+  for (std::string bucket : {".", ".."}) {
+    auto msg = invalid_argument_message([&] {
+      S3Endpoint::url_from_bucket_and_object(bucket, "k", std::nullopt, "http://minio:9000");
+    });
+    EXPECT_NE(msg.find("invalid bucket name '" + bucket + "'"), std::string::npos) << msg;
+  }
+}
+
+// Reliability audit #1: keys are not paths. The URL keeps "." and ".." segments as they are
+// (and libcurl is told to send them so: CURLOPT_PATH_AS_IS; see RemoteS3 for the server side).
+TEST(RemoteS3Names, DotSegmentsInKeysStayInTheUrl)
+{
+  EXPECT_EQ(S3Endpoint::url_from_bucket_and_object("bkt", "a/../b", "us-east-1", std::nullopt),
+            "https://bkt.s3.us-east-1.amazonaws.com/a/../b");
+  EXPECT_EQ(S3Endpoint::url_from_bucket_and_object("bkt", "./x", std::nullopt, "http://h:1"),
+            "http://h:1/bkt/./x");
+}
+
+// Reliability audit #15: the thread's cached easy handle kept the finished request's options
+// (its stack error buffer, body and header state) until the next request.
+TEST(RemoteCurlHandle, CachedHandleIsResetWhenHandedBack)
+{
+  CURL* raw  = nullptr;
+  int marker = 0;
+  {
+    CurlHandle curl;
+    raw = curl.get();
+    curl.setopt(CURLOPT_PRIVATE, static_cast<void*>(&marker));
+    curl.append_header("X-Test: 1");
+    void* p = nullptr;
+    curl_easy_getinfo(raw, CURLINFO_PRIVATE, &p);
+    ASSERT_EQ(p, &marker);
+  }
+  // The handle lives on in this thread's cache: every option is back to its default.
+  void* p = &marker;
+  ASSERT_EQ(curl_easy_getinfo(raw, CURLINFO_PRIVATE, &p), CURLE_OK);
+  EXPECT_EQ(p, nullptr);
+  // And the next request on this thread gets the same (cached) handle.
+  CurlHandle again;
+  EXPECT_EQ(again.get(), raw);
 }

@@ -140,3 +140,85 @@ TEST(RemoteWebHdfsUrl, MalformedUrlsAreRejected)
     }
   }
 }
+
+// Reliability audit #8: doas (a proxy user) and delegation (a secure cluster's token) were
+// dropped from the URL, so the request ran as the proxy service itself or got 401.
+TEST_F(RemoteWebHdfs, DoasDelegationAndOtherParametersAreSentOnEveryRequest)
+{
+  start({"--require-user",
+         "svc",
+         "--require-param",
+         "doas=alice",
+         "--require-param",
+         "delegation=SECRETTOKEN",
+         "--require-param",
+         "custom=1"});
+  auto h =
+    RemoteHandle::open(url("op=OPEN&user.name=svc&doas=alice&delegation=SECRETTOKEN&"
+                           "custom=1&offset=5&length=3"));
+  EXPECT_EQ(h.remote_endpoint_type(), RemoteEndpointType::WEBHDFS);
+  // op, offset and length are each request's own; everything else stays, in order.
+  EXPECT_EQ(h.endpoint().url(), url("user.name=svc&doas=alice&delegation=SECRETTOKEN&custom=1"));
+  expect_round_trip(h);
+
+  // Messages keep the identities (user.name, doas) but never the delegation token.
+  auto missing =
+    server_->base_url() +
+    "/webhdfs/v1/user/data/none.bin?user.name=svc&doas=alice&delegation=SECRETTOKEN&custom=1";
+  try {
+    RemoteHandle::open(missing);
+    FAIL() << "expected RemoteHttpError";
+  } catch (const RemoteHttpError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(e.http_status(), 404) << what;
+    EXPECT_NE(what.find("/webhdfs/v1/user/data/none.bin?user.name=svc&doas=alice&"
+                        "delegation=REDACTED&custom=1"),
+              std::string::npos)
+      << what;
+    EXPECT_EQ(what.find("SECRETTOKEN"), std::string::npos) << what;
+    EXPECT_EQ(e.url().find("SECRETTOKEN"), std::string::npos) << e.url();
+  }
+  EXPECT_EQ(WebHdfsEndpoint(url("user.name=svc&delegation=SECRETTOKEN")).str().find("SECRETTOKEN"),
+            std::string::npos);
+}
+
+// Reliability audit #1: "user/alice/../../../admin/x" was sent as "/webhdfs/admin/x" (libcurl
+// removes dot segments), out of /webhdfs/v1/.
+TEST(RemoteWebHdfsUrl, DotSegmentsThatCouldLeaveTheWebHdfsRootAreRejected)
+{
+  for (std::string path : {"user/alice/../../../admin/x",
+                           "../x",
+                           "./x",
+                           "a/./b",
+                           "a/..",
+                           "a/%2e%2E/b",
+                           "a/%2E/b",
+                           "a/.%2e/b",
+                           "a/..%2F..%2Fadmin/x"}) {
+    SCOPED_TRACE(path);
+    auto full = "http://host:9870/webhdfs/v1/" + path + "?user.name=alice";
+    try {
+      WebHdfsEndpoint e(full);
+      FAIL() << "expected std::invalid_argument";
+    } catch (const std::invalid_argument& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find(full), std::string::npos) << what;
+      EXPECT_NE(what.find("'.' or '..' segment"), std::string::npos) << what;
+      EXPECT_NE(what.find("/webhdfs/v1/"), std::string::npos) << what;
+    }
+    try {
+      WebHdfsEndpoint e("host", "9870", path, "alice");
+      FAIL() << "expected std::invalid_argument";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("'.' or '..' segment"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(RemoteHandle::open(full, RemoteEndpointType::WEBHDFS), std::invalid_argument);
+  }
+  // Dots inside a name are just names.
+  for (std::string path : {"a/..b/c", "a/.hidden", "a/b.", "a/...", "a/%2e%2e%2e"}) {
+    SCOPED_TRACE(path);
+    WebHdfsEndpoint e("http://host:9870/webhdfs/v1/" + path);
+    EXPECT_EQ(e.url(), "http://host:9870/webhdfs/v1/" + path);
+    WebHdfsEndpoint e2("host", "9870", path);
+  }
+}

@@ -13,10 +13,15 @@ namespace kvikio {
 ///
 /// The user name (sent as user.name) is, in order: the `username` argument, the URL's
 /// user.name query parameter, KVIKIO_WEBHDFS_USERNAME; none is sent if all are absent.
+/// The URL's other query parameters (doas, delegation, ...) are sent with every request,
+/// except op, offset and length, which each request sets. Messages show user.name and doas
+/// (identities, needed to understand a 401 or 403) but not a delegation token.
+/// The path must not have "." or ".." segments (it could leave /webhdfs/v1/).
 class WebHdfsEndpoint : public RemoteEndpoint {
  public:
-  /// `url` is "http(s)://host:port/webhdfs/v1/<path>[?user.name=..]".
-  /// @throws std::invalid_argument naming the URL if it is not of that form.
+  /// `url` is "http(s)://host:port/webhdfs/v1/<path>[?user.name=..][&doas=..][&..]".
+  /// @throws std::invalid_argument naming the URL if it is not of that form or its path has a
+  /// "." or ".." segment.
   explicit WebHdfsEndpoint(std::string url);
   /// The file `remote_file_path` on the name node `host`:`port` (http).
   WebHdfsEndpoint(std::string host,
@@ -34,8 +39,11 @@ class WebHdfsEndpoint : public RemoteEndpoint {
   [[nodiscard]] const std::optional<std::string>& username() const noexcept { return username_; }
 
  private:
+  /// base_url_ with `op_params`, user.name and the URL's other parameters as its query.
+  [[nodiscard]] std::string request_url(const std::string& op_params) const;
   std::string base_url_;  // without query
   std::optional<std::string> username_;
+  std::string extra_query_;  // the URL's query parameters other than op/offset/length/user.name
 };
 
 }  // namespace kvikio

@@ -14,8 +14,9 @@
 /// once. Every error message names the URL with credentials and signatures removed.
 ///
 /// TLS: certificates are verified. The CA bundle is taken from CURL_CA_BUNDLE, SSL_CERT_FILE
-/// or SSL_CERT_DIR when set (as the curl tool does), else libcurl's built-in default, else the
-/// first common system bundle that exists.
+/// or SSL_CERT_DIR as set when the endpoint was constructed (as the curl tool does), else
+/// libcurl's built-in default, else the first common system bundle that exists. Redirects
+/// (HTTP and WebHDFS endpoints) stay on https when the URL is https, and on http(s) otherwise.
 #include <cstddef>
 #include <cstdint>
 #include <future>
@@ -33,6 +34,15 @@ namespace kvikio {
 /// A libcurl easy handle with the state of one request (defined in the implementation; no
 /// libcurl header is needed to use this API).
 class CurlHandle;
+class RemoteEndpoint;
+
+namespace detail {
+/// What an endpoint remembers between requests (the TLS settings read when it was made, the
+/// object version its reads are pinned to). Defined in the implementation.
+struct EndpointState;
+/// `endpoint`'s state, for the transfer code.
+EndpointState& endpoint_state(const RemoteEndpoint& endpoint) noexcept;
+}  // namespace detail
 
 /// The kinds of remote endpoint.
 enum class RemoteEndpointType : std::uint8_t {
@@ -102,6 +112,14 @@ class RemoteTruncatedError : public RemoteError {
   using RemoteError::RemoteError;
 };
 
+/// The object changed after its size was read: a range request's `If-Match` with the ETag of
+/// the size request got 412, or a Content-Range total differs from that size. Reads never mix
+/// two versions of an object.
+class RemoteObjectChangedError : public RemoteError {
+ public:
+  using RemoteError::RemoteError;
+};
+
 /// `url` with what must never be printed removed: user:password in the authority and the
 /// values of query parameters that carry signatures, credentials or tokens. For messages.
 std::string redact_url(const std::string& url);
@@ -113,6 +131,11 @@ std::string redact_url(const std::string& url);
 /// How to reach one remote object. Subclasses set the URL and authentication on a curl handle
 /// and say how a byte range is requested. Endpoints are used from several pool threads at once
 /// by `RemoteHandle::pread`: the methods must be (and the ones here are) thread safe.
+///
+/// The TLS variables (CURL_CA_BUNDLE, SSL_CERT_FILE, SSL_CERT_DIR) are read once, when the
+/// endpoint is constructed, on the constructing thread. `get_file_size` pins the endpoint to
+/// the version of the object it saw (its ETag and size): later range requests carry `If-Match`
+/// and throw RemoteObjectChangedError if the object was replaced.
 class RemoteEndpoint {
  public:
   virtual ~RemoteEndpoint()                        = default;
@@ -136,6 +159,10 @@ class RemoteEndpoint {
   RemoteEndpoint(RemoteEndpointType type, std::string url);
   RemoteEndpointType type_;
   std::string url_;
+
+ private:
+  friend detail::EndpointState& detail::endpoint_state(const RemoteEndpoint& endpoint) noexcept;
+  std::shared_ptr<detail::EndpointState> state_;
 };
 
 /// A plain HTTP or HTTPS URL. The size comes from a HEAD request's Content-Length.

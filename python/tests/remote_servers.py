@@ -46,6 +46,10 @@ S3_OBJECTS = {
     ("my-bucket", "odd key (1).bin"): "file.bin",
     ("bucket", "object"): "file.bin",
     ("public-bucket", "data.bin"): "data.bin",
+    # Keys with dot segments are keys of their own (reliability audit #1).
+    ("my-bucket", "a/../b"): "odd.bin",
+    ("my-bucket", "b"): "file.bin",
+    ("other-bucket", "secret.bin"): "small.bin",
 }
 S3_PUBLIC = [("public-bucket", "data.bin")]
 S3_REGION = "us-east-1"

@@ -31,6 +31,8 @@ class CurlHandle {
   /// Adds a request header ("Name: value"); the list lives as long as this object.
   void append_header(const std::string& header);
   [[nodiscard]] CURL* get() const noexcept { return handle_; }
+  /// Runs the request (curl_easy_perform). After a failed one the handle is not cached again.
+  CURLcode perform() noexcept;
 
   /// Set by RemoteEndpoint::setup_range_request: how the response to a range is checked.
   RangeStyle range_style{RangeStyle::header};
@@ -39,6 +41,7 @@ class CurlHandle {
   [[noreturn]] static void throw_setopt_error(CURLoption option, CURLcode rc);
   CURL* handle_;
   curl_slist* headers_{nullptr};
+  bool failed_{false};
 };
 
 }  // namespace kvikio

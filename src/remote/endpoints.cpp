@@ -1,5 +1,7 @@
 // The HTTP and S3 endpoints, endpoint-type inference.
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -33,8 +35,13 @@ std::string to_string(RemoteEndpointType type)
 }
 
 RemoteEndpoint::RemoteEndpoint(RemoteEndpointType type, std::string url)
-  : type_(type), url_(std::move(url))
+  : type_(type), url_(std::move(url)), state_(std::make_shared<detail::EndpointState>())
 {
+}
+
+detail::EndpointState& detail::endpoint_state(const RemoteEndpoint& endpoint) noexcept
+{
+  return *endpoint.state_;
 }
 
 void RemoteEndpoint::setup_range_request(CurlHandle& curl,
@@ -56,15 +63,79 @@ void require_http_url(const std::string& url, const char* who)
   }
 }
 
-bool is_aws_s3_host(const std::string& host)
+bool is_amazonaws_host(const std::string& host)
 {
   auto ends_with = [&](std::string_view suffix) {
     return host.size() >= suffix.size() &&
            host.compare(host.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return (ends_with(".amazonaws.com") || ends_with(".amazonaws.com.cn")) &&
+  return ends_with(".amazonaws.com") || ends_with(".amazonaws.com.cn");
+}
+
+bool is_aws_s3_host(const std::string& host)
+{
+  return is_amazonaws_host(host) &&
          (host.rfind("s3.", 0) == 0 || host.rfind("s3-", 0) == 0 ||
           host.find(".s3.") != std::string::npos || host.find(".s3-") != std::string::npos);
+}
+
+// The bucket goes into the host name of a virtual-hosted URL: anything outside S3's bucket
+// rules (3-63 of [a-z0-9.-], alphanumeric at both ends, no "..", not an IPv4 address) could
+// move the signed request to another host ("127.0.0.1:8080#", "evil.example?").
+void check_bucket_for_host(const std::string& bucket)
+{
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument("S3: invalid bucket name '" + bucket + "': " + why);
+  };
+  if (bucket.size() < 3 || bucket.size() > 63) { throw bad("it must be 3 to 63 characters long"); }
+  auto alnum = [](unsigned char c) { return std::islower(c) || std::isdigit(c); };
+  if (!std::all_of(bucket.begin(), bucket.end(), [&](unsigned char c) {
+        return alnum(c) || c == '.' || c == '-';
+      })) {
+    throw bad("only lower-case letters, digits, '.' and '-' are allowed");
+  }
+  if (!alnum(bucket.front()) || !alnum(bucket.back())) {
+    throw bad("it must begin and end with a letter or a digit");
+  }
+  if (bucket.find("..") != std::string::npos) { throw bad("it must not contain '..'"); }
+  int a = 0, b = 0, c = 0, d = 0;
+  char end = 0;
+  if (std::sscanf(bucket.c_str(), "%d.%d.%d.%d%c", &a, &b, &c, &d, &end) == 4) {
+    throw bad("it must not be an IP address");
+  }
+}
+
+// A path-style bucket is one path segment (percent-encoded); "." and ".." would leave it.
+void check_bucket_for_path(const std::string& bucket)
+{
+  if (bucket == "." || bucket == "..") {
+    throw std::invalid_argument("S3: invalid bucket name '" + bucket + "'");
+  }
+}
+
+// The region goes into the host name and into the SigV4 scope ("aws:amz:<region>:s3").
+void check_region(const std::string& region)
+{
+  if (region.empty() || region.size() > 32 ||
+      !std::all_of(region.begin(), region.end(), [](unsigned char c) {
+        return std::islower(c) || std::isdigit(c) || c == '-';
+      })) {
+    throw std::invalid_argument("S3: invalid AWS region '" + region +
+                                "': only lower-case letters, digits and '-' are allowed");
+  }
+}
+
+// The last line of defence for URLs built from a bucket and a region: a signed request goes
+// to AWS, nowhere else.
+std::string require_aws_host(std::string url, const std::string& bucket)
+{
+  auto parts = detail::split_url(url);
+  if (!parts || !is_amazonaws_host(parts->host) || !parts->userinfo.empty() ||
+      !parts->port.empty()) {
+    throw std::invalid_argument("S3: bucket '" + bucket + "' gives the URL '" + redact_url(url) +
+                                "', whose host is not an amazonaws.com host");
+  }
+  return url;
 }
 
 bool is_presigned_query(const std::string& query)
@@ -113,6 +184,7 @@ void HttpEndpoint::setopt(CurlHandle& curl)
   // does not forward credentials to another host.
   curl.setopt(CURLOPT_FOLLOWLOCATION, 1L);
   curl.setopt(CURLOPT_MAXREDIRS, 5L);
+  detail::set_redirect_protocols(curl, url_);
 }
 
 std::string HttpEndpoint::str() const { return "HttpEndpoint(" + redact_url(url_) + ")"; }
@@ -123,6 +195,7 @@ std::size_t HttpEndpoint::get_file_size()
   // range GET then gives the size in its Content-Range.
   auto r = detail::fetch_meta(*this, detail::MetaKind::head_or_status);
   if (r.status >= 200 && r.status < 300 && r.content_length >= 0) {
+    detail::pin_version(*this, r, static_cast<std::size_t>(r.content_length));
     return static_cast<std::size_t>(r.content_length);
   }
   if (r.status == 405 || r.status == 501 || (r.status >= 200 && r.status < 300)) {
@@ -156,6 +229,7 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
       base.pop_back();
     }
     require_http_url(base, "S3 endpoint URL (AWS_ENDPOINT_URL)");
+    check_bucket_for_path(bucket_name);
     return base + "/" + detail::percent_encode(bucket_name, false) + "/" + key;
   }
   if (!aws_region) { aws_region = detail::getenv_nonempty("AWS_DEFAULT_REGION"); }
@@ -163,7 +237,10 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
     throw std::invalid_argument("S3: no region for s3://" + bucket_name + "/" + object_name +
                                 ": pass aws_region or set AWS_DEFAULT_REGION");
   }
-  return "https://" + bucket_name + ".s3." + *aws_region + ".amazonaws.com/" + key;
+  check_bucket_for_host(bucket_name);
+  check_region(*aws_region);
+  return require_aws_host("https://" + bucket_name + ".s3." + *aws_region + ".amazonaws.com/" + key,
+                          bucket_name);
 }
 
 std::pair<std::string, std::string> S3Endpoint::parse_s3_url(const std::string& s3_url)
@@ -214,6 +291,7 @@ S3Endpoint::S3Endpoint(std::string url,
                                 "AWS_SECRET_ACCESS_KEY");
   }
   if (!aws_session_token) { aws_session_token = detail::getenv_nonempty("AWS_SESSION_TOKEN"); }
+  check_region(*aws_region);
   region_        = *aws_region;
   sigv4_         = "aws:amz:" + region_ + ":s3";
   access_key_    = std::move(*aws_access_key);
@@ -286,7 +364,9 @@ std::string public_url(const std::string& url)
   auto region           = detail::getenv_nonempty("AWS_DEFAULT_REGION");
   if (!endpoint_url && !region) {
     // No region: the global endpoint answers for (and redirects to) any region's bucket.
-    return "https://" + bucket + ".s3.amazonaws.com/" + detail::percent_encode(object, true);
+    check_bucket_for_host(bucket);
+    return require_aws_host(
+      "https://" + bucket + ".s3.amazonaws.com/" + detail::percent_encode(object, true), bucket);
   }
   return S3Endpoint::url_from_bucket_and_object(bucket, object, region, endpoint_url);
 }

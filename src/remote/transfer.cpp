@@ -58,12 +58,33 @@ CurlHandle::CurlHandle()
 
 CurlHandle::~CurlHandle()
 {
-  if (headers_ != nullptr) { curl_slist_free_all(headers_); }
-  if (handle_ == thread_curl.handle) {
+  if (handle_ == thread_curl.handle && failed_) {
+    // Not reused after a failure: libcurl 7.88 keeps the receive buffer of a transfer ended
+    // by a refused redirect, and then rejects CURLOPT_BUFFERSIZE on the handle. The next
+    // request makes a new one (a failed transfer's connection is rarely reusable anyway).
+    curl_easy_cleanup(handle_);
+    thread_curl.handle = nullptr;
     thread_curl.in_use = false;
+    if (headers_ != nullptr) { curl_slist_free_all(headers_); }
+  } else if (handle_ == thread_curl.handle) {
+    // The handle outlives this request in the thread cache: reset it now, so that it keeps no
+    // pointer into the finished request (its stack error buffer, its header and body state,
+    // the header list freed below) that curl_easy_cleanup at thread exit could write through.
+    // The connection cache survives a reset.
+    curl_easy_reset(handle_);
+    thread_curl.in_use = false;
+    if (headers_ != nullptr) { curl_slist_free_all(headers_); }
   } else {
     curl_easy_cleanup(handle_);
+    if (headers_ != nullptr) { curl_slist_free_all(headers_); }
   }
+}
+
+CURLcode CurlHandle::perform() noexcept
+{
+  auto rc = curl_easy_perform(handle_);
+  failed_ = failed_ || rc != CURLE_OK;
+  return rc;
 }
 
 void CurlHandle::append_header(const std::string& header)
@@ -89,17 +110,20 @@ namespace {
 // fewer, larger write callbacks (fewer copies' overhead per byte).
 constexpr long receive_buffer_size = 512L * 1024;
 
-std::string lower(std::string s)
-{
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 // Headers of the response being received. A redirect (WebHDFS) starts a new status line, so
 // everything is reset there.
 struct HeaderState {
   std::optional<long long> range_start, range_end, range_total;
+  std::string etag;  // strong ETags only: If-Match compares strongly, a weak one never matches
 };
+
+std::string trim(std::string s)
+{
+  auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) { return {}; }
+  auto last = s.find_last_not_of(" \t\r\n");
+  return s.substr(first, last - first + 1);
+}
 
 std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user)
 {
@@ -112,7 +136,18 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user)
   }
   auto colon = line.find(':');
   if (colon == std::string::npos) { return len; }
-  if (lower(line.substr(0, colon)) != "content-range") { return len; }
+  const std::string name = lower(line.substr(0, colon));
+  if (name == "etag") {
+    std::string v = trim(line.substr(colon + 1));
+    // A usable strong ETag is one quoted token; anything else (weak, bare, with control
+    // characters that could end the If-Match header line) is not pinned.
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"' && v.size() <= 1024 &&
+        std::all_of(v.begin(), v.end(), [](unsigned char c) { return c > 0x20 && c < 0x7f; })) {
+      st->etag = v;
+    }
+    return len;
+  }
+  if (name != "content-range") { return len; }
   // "bytes a-b/total" or "bytes */total"
   std::string v = line.substr(colon + 1);
   long long a = 0, b = 0, total = 0;
@@ -224,7 +259,7 @@ void with_retries(const RemoteEndpoint& endpoint, DescribeFn describe, AttemptFn
   }
 }
 
-void set_common_options(CurlHandle& curl, char* errbuf)
+void set_common_options(CurlHandle& curl, char* errbuf, const RemoteEndpoint& endpoint)
 {
   curl.setopt(CURLOPT_NOSIGNAL, 1L);
   curl.setopt(CURLOPT_ERRORBUFFER, errbuf);
@@ -234,28 +269,52 @@ void set_common_options(CurlHandle& curl, char* errbuf)
   curl.setopt(CURLOPT_CONNECTTIMEOUT, timeout_s);
   curl.setopt(CURLOPT_BUFFERSIZE, receive_buffer_size);
   curl.setopt(CURLOPT_USERAGENT, "kvikio");
-  set_ca_options(curl);
+  // Send (and, for S3, sign) the path byte for byte. libcurl would otherwise remove "." and
+  // ".." segments (RFC 3986 5.2.4), but S3 keys are not paths: "a/../b" is a key of its own,
+  // and "../other-bucket/k" must not turn into another bucket's object.
+  curl.setopt(CURLOPT_PATH_AS_IS, 1L);
+  set_ca_options(curl, endpoint_state(endpoint).ca);
 }
 
 }  // namespace
 
-void set_ca_options(CurlHandle& curl)
+CaSettings CaSettings::from_environment()
+{
+  return CaSettings{getenv_nonempty("CURL_CA_BUNDLE"),
+                    getenv_nonempty("SSL_CERT_FILE"),
+                    getenv_nonempty("SSL_CERT_DIR")};
+}
+
+void set_redirect_protocols(CurlHandle& curl, const std::string& url)
+{
+  const bool https = lower(url.substr(0, 8)) == "https://";
+  // libcurl's default also follows http -> ftp(s), and https -> http would let a redirect
+  // move the data (and WebHDFS's user.name) to plain text.
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85.0
+  curl.setopt(CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
+#else
+  curl.setopt(CURLOPT_REDIR_PROTOCOLS,
+              https ? CURLPROTO_HTTPS : (CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+}
+
+void set_ca_options(CurlHandle& curl, const CaSettings& ca)
 {
   curl.setopt(CURLOPT_SSL_VERIFYPEER, 1L);
   curl.setopt(CURLOPT_SSL_VERIFYHOST, 2L);
   // libcurl itself ignores these variables; the curl tool reads them, and users expect the
   // same here (e.g. a corporate proxy CA in CURL_CA_BUNDLE).
-  if (auto f = getenv_nonempty("CURL_CA_BUNDLE")) {
-    curl.setopt(CURLOPT_CAINFO, f->c_str());
+  if (ca.ca_bundle) {
+    curl.setopt(CURLOPT_CAINFO, ca.ca_bundle->c_str());
     return;
   }
   bool set_any = false;
-  if (auto f = getenv_nonempty("SSL_CERT_FILE")) {
-    curl.setopt(CURLOPT_CAINFO, f->c_str());
+  if (ca.cert_file) {
+    curl.setopt(CURLOPT_CAINFO, ca.cert_file->c_str());
     set_any = true;
   }
-  if (auto d = getenv_nonempty("SSL_CERT_DIR")) {
-    curl.setopt(CURLOPT_CAPATH, d->c_str());
+  if (ca.cert_dir) {
+    curl.setopt(CURLOPT_CAPATH, ca.cert_dir->c_str());
     set_any = true;
   }
   if (set_any) { return; }
@@ -295,14 +354,16 @@ struct RangeState {
   CURL* curl{nullptr};
   const Sink* sink{nullptr};
   RangeStyle style{RangeStyle::header};
-  std::size_t offset{0};  // file offset this attempt asked for
-  std::size_t want{0};    // bytes this attempt asked for
-  std::size_t got{0};     // bytes delivered to the sink by this attempt
-  bool checked{false};    // the status and Content-Range were checked
+  std::optional<std::size_t> pinned_size;  // the object's size when its version is pinned
+  std::size_t offset{0};                   // file offset this attempt asked for
+  std::size_t want{0};                     // bytes this attempt asked for
+  std::size_t got{0};                      // bytes delivered to the sink by this attempt
+  bool checked{false};                     // the status and Content-Range were checked
   bool error_status{false};
   bool enough{false};  // a 200 from offset 0: the first `want` bytes were taken, rest cut
   std::string error_body;
   std::string range_problem;
+  std::string changed_problem;  // the object is not the version the size request saw
   std::exception_ptr sink_error;
   HeaderState headers;
 };
@@ -325,6 +386,14 @@ std::size_t on_range_body(char* data, std::size_t size, std::size_t n, void* use
                               (st->headers.range_start ? std::to_string(*st->headers.range_start)
                                                        : std::string("<none>")) +
                               " instead of " + std::to_string(st->offset);
+          return 0;
+        }
+        if (st->pinned_size && st->headers.range_total &&
+            static_cast<std::size_t>(*st->headers.range_total) != *st->pinned_size) {
+          st->changed_problem = "the object is now " + std::to_string(*st->headers.range_total) +
+                                " bytes long (Content-Range total), not the " +
+                                std::to_string(*st->pinned_size) +
+                                " bytes its size request saw: it changed during the read";
           return 0;
         }
       } else if (st->offset != 0) {
@@ -380,29 +449,48 @@ std::size_t fetch_range(RemoteEndpoint& endpoint,
   auto describe        = [&] {
     return "GET " + range_text(file_offset + received, size - received) + " of";
   };
+  const ObjectVersion version = endpoint_state(endpoint).version();
   with_retries(endpoint, describe, [&]() -> Attempt {
     CurlHandle curl;
     char errbuf[CURL_ERROR_SIZE];
-    set_common_options(curl, errbuf);
+    set_common_options(curl, errbuf, endpoint);
     endpoint.setopt(curl);
     endpoint.setup_range_request(curl, file_offset + received, size - received);
+    // Every piece of a read comes from the version whose size was read, or the read fails.
+    if (!version.etag.empty()) { curl.append_header("If-Match: " + version.etag); }
     RangeState st;
-    st.curl   = curl.get();
-    st.sink   = &sink;
-    st.style  = curl.range_style;
-    st.offset = file_offset + received;
-    st.want   = size - received;
+    st.pinned_size = version.size;
+    st.curl        = curl.get();
+    st.sink        = &sink;
+    st.style       = curl.range_style;
+    st.offset      = file_offset + received;
+    st.want        = size - received;
     curl.setopt(CURLOPT_HEADERFUNCTION, on_header);
     curl.setopt(CURLOPT_HEADERDATA, &st.headers);
     curl.setopt(CURLOPT_WRITEFUNCTION, on_range_body);
     curl.setopt(CURLOPT_WRITEDATA, &st);
     Attempt a;
-    a.rc = curl_easy_perform(curl.get());
+    a.rc = curl.perform();
     curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
     a.curl_error = errbuf;
     received += st.got;
     if (st.sink_error) { std::rethrow_exception(st.sink_error); }
     const std::string url = redact_url(endpoint.url());
+    if (!st.changed_problem.empty()) {
+      throw RemoteObjectChangedError(
+        "kvikio: GET " + range_text(st.offset, st.want) + " of " + url + ": " + st.changed_problem,
+        url,
+        a.status);
+    }
+    if (a.status == 412 && !version.etag.empty()) {
+      throw RemoteObjectChangedError("kvikio: GET " + range_text(st.offset, st.want) + " of " +
+                                       url + ": the object changed during the read (its ETag " +
+                                       version.etag +
+                                       " from the size request no longer matches: HTTP status "
+                                       "412 to If-Match)",
+                                     url,
+                                     a.status);
+    }
     if (!st.range_problem.empty()) {
       throw RemoteRangeError(
         "kvikio: GET " + range_text(st.offset, st.want) + " of " + url + ": " + st.range_problem,
@@ -436,13 +524,20 @@ namespace {
 
 struct MetaBody {
   std::string body;
+  bool over_cap{false};
 };
 
 std::size_t on_meta_body(char* data, std::size_t size, std::size_t n, void* user)
 {
   auto* b  = static_cast<MetaBody*>(user);
   auto len = size * n;
-  if (b->body.size() < (1U << 20)) { b->body.append(data, len); }
+  // Abort rather than drain: a server that ignores "Range: bytes=0-0" would otherwise stream
+  // the whole object (then be retried) before the probe could fail.
+  if (b->body.size() + len > meta_body_cap) {
+    b->over_cap = true;
+    return 0;
+  }
+  b->body.append(data, len);
   return len;
 }
 
@@ -462,7 +557,7 @@ Response fetch_meta(RemoteEndpoint& endpoint,
     [&]() -> Attempt {
       CurlHandle curl;
       char errbuf[CURL_ERROR_SIZE];
-      set_common_options(curl, errbuf);
+      set_common_options(curl, errbuf, endpoint);
       endpoint.setopt(curl);
       if (customize) { customize(curl); }
       if (kind == MetaKind::head || kind == MetaKind::head_or_status) {
@@ -476,9 +571,29 @@ Response fetch_meta(RemoteEndpoint& endpoint,
       curl.setopt(CURLOPT_WRITEFUNCTION, on_meta_body);
       curl.setopt(CURLOPT_WRITEDATA, &body);
       Attempt a;
-      a.rc = curl_easy_perform(curl.get());
+      a.rc = curl.perform();
       curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
       a.curl_error = errbuf;
+      if (body.over_cap) {
+        if (a.status >= 200 && a.status < 300) {
+          auto url        = redact_url(endpoint.url());
+          std::string cap = std::to_string(meta_body_cap >> 20) + " MiB";
+          if (kind == MetaKind::first_byte) {
+            throw RemoteRangeError("kvikio: GET bytes=0-0 of " + url +
+                                     ": the server ignored the Range header (HTTP status " +
+                                     std::to_string(a.status) + " with a body of more than " + cap +
+                                     "; stopped there): cannot tell the object's size",
+                                   url,
+                                   a.status);
+          }
+          throw RemoteError("kvikio: " + std::string(verb) + " of " + url +
+                              ": the answer is longer than " + cap + " (HTTP status " +
+                              std::to_string(a.status) + "; stopped there)",
+                            url,
+                            a.status);
+        }
+        a.rc = CURLE_OK;  // an error status with a long body: the status is what matters
+      }
       if (a.rc != CURLE_OK) { return a; }
       bool accepted = (kind == MetaKind::first_byte && a.status == 416) ||
                       (kind == MetaKind::head_or_status && (a.status == 405 || a.status == 501));
@@ -492,10 +607,16 @@ Response fetch_meta(RemoteEndpoint& endpoint,
       out.content_length = static_cast<long long>(cl);
       out.range_total    = headers.range_total;
       out.body           = std::move(body.body);
+      out.etag           = headers.etag;
       a.ok               = true;
       return a;
     });
   return out;
+}
+
+void pin_version(RemoteEndpoint& endpoint, const Response& r, std::size_t size)
+{
+  endpoint_state(endpoint).pin(ObjectVersion{r.etag, size});
 }
 
 std::size_t size_from_head(RemoteEndpoint& endpoint)
@@ -508,6 +629,7 @@ std::size_t size_from_head(RemoteEndpoint& endpoint)
                       url,
                       r.status);
   }
+  pin_version(endpoint, r, static_cast<std::size_t>(r.content_length));
   return static_cast<std::size_t>(r.content_length);
 }
 
@@ -516,7 +638,10 @@ std::size_t size_from_first_byte(RemoteEndpoint& endpoint)
   auto r = fetch_meta(endpoint, MetaKind::first_byte);
   // "bytes=0-0" is unsatisfiable exactly when the object has no first byte; not every server
   // adds the "bytes */0" Content-Range to its 416.
-  if (r.status == 416 && !r.range_total) { return 0; }
+  if (r.status == 416 && !r.range_total) {
+    pin_version(endpoint, r, 0);
+    return 0;
+  }
   if (!r.range_total) {
     auto url = redact_url(endpoint.url());
     throw RemoteRangeError("kvikio: GET bytes=0-0 of " + url +
@@ -525,6 +650,7 @@ std::size_t size_from_first_byte(RemoteEndpoint& endpoint)
                            url,
                            r.status);
   }
+  pin_version(endpoint, r, static_cast<std::size_t>(*r.range_total));
   return static_cast<std::size_t>(*r.range_total);
 }
 

@@ -2,12 +2,46 @@
 // The HTTP transfer engine shared by every endpoint: one logical request, retried and resumed.
 #include <cstddef>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include <kvikio/remote_handle.hpp>
 
 namespace kvikio::detail {
+
+/// The CA settings from the environment (CURL_CA_BUNDLE, SSL_CERT_FILE, SSL_CERT_DIR).
+struct CaSettings {
+  std::optional<std::string> ca_bundle, cert_file, cert_dir;
+  /// Reads the three variables; call on the thread that makes the endpoint, never on pool
+  /// threads (getenv races with a setenv elsewhere, such as Python's os.environ).
+  static CaSettings from_environment();
+};
+
+/// The version of an object that range requests are pinned to.
+struct ObjectVersion {
+  std::string etag;                 // a strong ETag as sent by the server; empty when none
+  std::optional<std::size_t> size;  // the size the size request saw
+};
+
+struct EndpointState {
+  const CaSettings ca{CaSettings::from_environment()};
+
+  [[nodiscard]] ObjectVersion version() const
+  {
+    std::lock_guard lock(mutex_);
+    return version_;
+  }
+  void pin(ObjectVersion v)
+  {
+    std::lock_guard lock(mutex_);
+    version_ = std::move(v);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  ObjectVersion version_;
+};
 
 /// Receives a range's bytes in order, in pieces as they arrive from the network. This is the
 /// one place where the destination's memory kind matters: a host sink copies into the buffer;
@@ -29,6 +63,7 @@ struct Response {
   long long content_length{-1};          // -1 when absent
   std::optional<long long> range_total;  // "/total" of a Content-Range, when present
   std::string body;                      // the body (metadata requests only; capped)
+  std::string etag;                      // a strong ETag, when the server sent one
 };
 
 /// What a metadata request is: HEAD, a GET of a small body, or a one-byte range GET.
@@ -41,13 +76,25 @@ Response fetch_meta(RemoteEndpoint& endpoint,
                     MetaKind kind,
                     const std::function<void(CurlHandle&)>& customize = {});
 
+/// Pins `endpoint`'s later range requests to the object version of size request `r`: its ETag
+/// (If-Match) and `size` (checked against Content-Range totals).
+void pin_version(RemoteEndpoint& endpoint, const Response& r, std::size_t size);
+
 /// The size of an object from a HEAD request's Content-Length.
 std::size_t size_from_head(RemoteEndpoint& endpoint);
 /// The size of an object from a one-byte GET's Content-Range (presigned URLs allow GET only).
 std::size_t size_from_first_byte(RemoteEndpoint& endpoint);
 
 /// Sets the TLS CA options the way curl users expect (CURL_CA_BUNDLE, SSL_CERT_FILE,
-/// SSL_CERT_DIR, then libcurl's default, then common system bundles).
-void set_ca_options(CurlHandle& curl);
+/// SSL_CERT_DIR as read into `ca`, then libcurl's default, then common system bundles).
+void set_ca_options(CurlHandle& curl, const CaSettings& ca);
+
+/// Lets redirects go to https only when `url` is https, else to http and https (never to
+/// ftp and the other protocols libcurl would follow by default).
+void set_redirect_protocols(CurlHandle& curl, const std::string& url);
+
+/// The largest metadata body kept (GETFILESTATUS JSON, an error body, a probe's answer); a
+/// request whose body is longer is aborted.
+inline constexpr std::size_t meta_body_cap = std::size_t{1} << 20;
 
 }  // namespace kvikio::detail

@@ -8,13 +8,12 @@
 #include <kvikio/remote_handle.hpp>
 
 namespace kvikio::detail {
-namespace {
+
 std::string lower(std::string s)
 {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
 }
-}  // namespace
 
 std::optional<UrlParts> split_url(const std::string& url)
 {
@@ -136,10 +135,8 @@ std::string redact_url(const std::string& url)
     std::string_view item = rest.substr(0, amp);
     auto eq               = item.find('=');
     std::string key(item.substr(0, eq));
-    std::string lkey = key;
-    std::transform(
-      lkey.begin(), lkey.end(), lkey.begin(), [](unsigned char c) { return std::tolower(c); });
-    bool secret = std::any_of(std::begin(secret_words),
+    const std::string lkey = detail::lower(key);
+    bool secret            = std::any_of(std::begin(secret_words),
                               std::end(secret_words),
                               [&](auto w) { return lkey.find(w) != std::string::npos; }) ||
                   std::any_of(std::begin(secret_names), std::end(secret_names), [&](auto w) {

@@ -15,6 +15,9 @@ struct UrlParts {
   std::string query;
 };
 
+/// `s` in ASCII lower case.
+std::string lower(std::string s);
+
 /// Splits `url`; nullopt if it has no "scheme://" or no host.
 std::optional<UrlParts> split_url(const std::string& url);
 

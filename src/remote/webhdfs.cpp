@@ -1,5 +1,6 @@
 // WebHDFS: the size from GETFILESTATUS, ranges from OPEN through the data-node redirect.
 #include <cctype>
+#include <string_view>
 #include <stdexcept>
 
 #include <kvikio/hdfs.hpp>
@@ -13,15 +14,76 @@ namespace {
 
 constexpr std::string_view webhdfs_prefix = "/webhdfs/v1/";
 
-std::string with_user(std::string url, const std::optional<std::string>& user, bool has_query)
+// "." or ".." once percent-decoded ("%2e", "%2E%2e", ...).
+bool is_dot_segment(std::string_view seg)
 {
-  if (user) {
-    url += std::string(has_query ? "&" : "?") + "user.name=" + detail::percent_encode(*user, false);
+  std::size_t dots = 0;
+  for (std::size_t i = 0; i < seg.size(); ++dots) {
+    if (seg[i] == '.') {
+      i += 1;
+    } else if (seg.substr(i, 3) == "%2e" || seg.substr(i, 3) == "%2E") {
+      i += 3;
+    } else {
+      return false;
+    }
   }
-  return url;
+  return dots == 1 || dots == 2;
+}
+
+// The file path after /webhdfs/v1/ must stay below it: a "." or ".." segment would be removed
+// by a server or proxy that normalises paths and could reach another REST root (/webhdfs/admin).
+void check_path_segments(std::string_view raw_path, const std::string& shown)
+{
+  // An encoded slash ("..%2F..%2Fadmin") becomes a separator on servers that decode first.
+  std::string path;
+  for (std::size_t i = 0; i < raw_path.size(); ++i) {
+    if (raw_path.substr(i, 3) == "%2f" || raw_path.substr(i, 3) == "%2F") {
+      path += '/';
+      i += 2;
+    } else {
+      path += raw_path[i];
+    }
+  }
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    auto slash = path.find('/', start);
+    auto seg =
+      std::string_view(path).substr(start, slash == std::string::npos ? slash : slash - start);
+    if (is_dot_segment(seg)) {
+      throw std::invalid_argument("WebHdfsEndpoint: the path of '" + shown +
+                                  "' has a '.' or '..' segment; WebHDFS paths must stay below " +
+                                  std::string(webhdfs_prefix));
+    }
+    if (slash == std::string::npos) { break; }
+    start = slash + 1;
+  }
+}
+
+// Query parameters that the endpoint sets per request; every other one of the URL (doas,
+// delegation, ...) is kept on every request.
+bool is_request_param(const std::string& name)
+{
+  auto n = detail::lower(name);
+  return n == "op" || n == "offset" || n == "length" || n == "user.name";
 }
 
 }  // namespace
+
+std::string WebHdfsEndpoint::request_url(const std::string& op_params) const
+{
+  std::string url = base_url_;
+  char sep        = '?';
+  auto add        = [&](const std::string& p) {
+    if (p.empty()) { return; }
+    url += sep;
+    url += p;
+    sep = '&';
+  };
+  add(op_params);
+  if (username_) { add("user.name=" + detail::percent_encode(*username_, false)); }
+  add(extra_query_);
+  return url;
+}
 
 WebHdfsEndpoint::WebHdfsEndpoint(std::string url)
   : RemoteEndpoint(RemoteEndpointType::WEBHDFS, std::move(url))
@@ -31,11 +93,22 @@ WebHdfsEndpoint::WebHdfsEndpoint(std::string url)
                                 "' is not an http(s)://<host>:<port>/webhdfs/v1/<path> URL");
   }
   auto parts = *detail::split_url(url_);
+  check_path_segments(std::string_view(parts.path).substr(webhdfs_prefix.size()), redact_url(url_));
   base_url_ =
     parts.scheme + "://" + parts.host + (parts.port.empty() ? "" : ":" + parts.port) + parts.path;
   username_ = detail::query_param(parts.query, "user.name");
   if (!username_) { username_ = detail::getenv_nonempty("KVIKIO_WEBHDFS_USERNAME"); }
-  url_ = with_user(base_url_, username_, false);
+  std::string_view q(parts.query);
+  while (!q.empty()) {
+    auto amp  = q.find('&');
+    auto item = std::string(q.substr(0, amp));
+    if (!item.empty() && !is_request_param(item.substr(0, item.find('=')))) {
+      extra_query_ += (extra_query_.empty() ? "" : "&") + item;
+    }
+    if (amp == std::string_view::npos) { break; }
+    q.remove_prefix(amp + 1);
+  }
+  url_ = request_url({});
 }
 
 WebHdfsEndpoint::WebHdfsEndpoint(std::string host,
@@ -51,10 +124,11 @@ WebHdfsEndpoint::WebHdfsEndpoint(std::string host,
     throw std::invalid_argument("WebHdfsEndpoint: host ('" + host + "') and path ('" +
                                 remote_file_path + "') must not be empty");
   }
+  check_path_segments(remote_file_path, remote_file_path);
   base_url_ = "http://" + host + (port.empty() ? "" : ":" + port) + std::string(webhdfs_prefix) +
               detail::percent_encode(remote_file_path, true);
   username_ = username ? username : detail::getenv_nonempty("KVIKIO_WEBHDFS_USERNAME");
-  url_      = with_user(base_url_, username_, false);
+  url_      = request_url({});
 }
 
 void WebHdfsEndpoint::setopt(CurlHandle& curl)
@@ -63,13 +137,14 @@ void WebHdfsEndpoint::setopt(CurlHandle& curl)
   // OPEN answers with a redirect to the data node that holds the bytes.
   curl.setopt(CURLOPT_FOLLOWLOCATION, 1L);
   curl.setopt(CURLOPT_MAXREDIRS, 5L);
+  detail::set_redirect_protocols(curl, url_);
 }
 
 std::string WebHdfsEndpoint::str() const { return "WebHdfsEndpoint(" + redact_url(url_) + ")"; }
 
 std::size_t WebHdfsEndpoint::get_file_size()
 {
-  std::string status_url = with_user(base_url_ + "?op=GETFILESTATUS", username_, true);
+  std::string status_url = request_url("op=GETFILESTATUS");
   auto r                 = detail::fetch_meta(*this, detail::MetaKind::get, [&](CurlHandle& curl) {
     curl.setopt(CURLOPT_URL, status_url.c_str());
   });
@@ -103,10 +178,8 @@ void WebHdfsEndpoint::setup_range_request(CurlHandle& curl,
                                           std::size_t file_offset,
                                           std::size_t size)
 {
-  std::string open_url = with_user(base_url_ + "?op=OPEN&offset=" + std::to_string(file_offset) +
-                                     "&length=" + std::to_string(size),
-                                   username_,
-                                   true);
+  std::string open_url = request_url("op=OPEN&offset=" + std::to_string(file_offset) +
+                                     "&length=" + std::to_string(size));
   curl.setopt(CURLOPT_URL, open_url.c_str());  // libcurl copies the string
   curl.range_style = RangeStyle::url;
 }

@@ -15,6 +15,11 @@ be expressed (the counter is shared by every request carrying the same fid):
   fid=NAME         the counter name (default: the path plus the query)
   nohead=1         answer HEAD with 405 (servers that only allow GET)
   redirect=CODE    answer CODE (301/302/307) with a Location: the same path without faults
+  location=URL     with redirect: the Location instead (an absolute URL, e.g. another server)
+  noetag=1         send no ETag and ignore If-Match (servers without validators)
+
+Every file answer carries a strong ETag made of the file's inode, mtime and size, so a file
+replaced with os.replace gets a new one; a Range GET with a non-matching If-Match gets 412.
 
 Control endpoints: GET /_stats returns JSON {"requests": {path: count}}; /_reset clears it.
 With --tls-cert/--tls-key the server speaks HTTPS. The chosen port is printed on stdout as
@@ -104,7 +109,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if "redirect" in query:
             self.send_response(int(query["redirect"]))
-            self.send_header("Location", url.path)
+            self.send_header("Location", query.get("location", url.path))
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -127,7 +132,19 @@ class Handler(BaseHTTPRequestHandler):
             if not head:
                 self.wfile.write(body)
             return
-        size = os.path.getsize(fs_path)
+        st = os.stat(fs_path)
+        size = st.st_size
+        etag = None if "noetag" in query else f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{size:x}"'
+        if_match = self.headers.get("If-Match")
+        if etag and if_match and if_match.strip() != "*" and etag not in [
+                t.strip() for t in if_match.split(",")]:
+            body = b"precondition failed\n"
+            self.send_response(412)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if not head:
+                self.wfile.write(body)
+            return
         start, end = 0, size - 1
         partial = False
         rng = self.headers.get("Range")
@@ -149,6 +166,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(length))
+        if etag:
+            self.send_header("ETag", etag)
         if partial:
             self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
         self.end_headers()

@@ -7,6 +7,7 @@ Starts moto.server.ThreadedMotoServer on 127.0.0.1 (port 0: any free port) and p
   {"cmd": "setup", "bucket": B}   create bucket B, an IAM user with s3:* and its access key,
                                   and temporary (session-token) credentials of a role with
                                   s3:*; answers the credentials
+  {"cmd": "bucket", "bucket": B}  create one more bucket B (after setup)
   {"cmd": "put", "bucket": B, "key": K, "path": P}     upload local file P as B/K
   {"cmd": "presign", "bucket": B, "key": K, "expires": S}   a presigned GET URL
   {"cmd": "auth", "on": true|false}   enforce (or stop enforcing) IAM authentication and
@@ -72,6 +73,9 @@ def main():
                 reply = {"key": key["AccessKeyId"], "secret": key["SecretAccessKey"],
                          "role_key": tmp["AccessKeyId"], "role_secret": tmp["SecretAccessKey"],
                          "role_token": tmp["SessionToken"]}
+            elif cmd == "bucket":
+                client("s3", state["creds"]).create_bucket(Bucket=c["bucket"])
+                reply = {"ok": True}
             elif cmd == "put":
                 client("s3", state["creds"]).upload_file(c["path"], c["bucket"], c["key"])
                 reply = {"ok": True}

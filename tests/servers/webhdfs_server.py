@@ -4,7 +4,9 @@
 Files under --root are exposed as /webhdfs/v1/<path>. The name node answers
 op=GETFILESTATUS with a FileStatus JSON, and op=OPEN&offset=&length= with a 307 redirect to the
 data node (a second listening port), which returns exactly those bytes with status 200, as
-Hadoop does. With --require-user NAME, requests whose user.name differs get 401.
+Hadoop does. With --require-user NAME, requests whose user.name differs get 401; with
+--require-param NAME=VALUE (repeatable), requests without that query parameter get 401 (a
+secure cluster's delegation token, a proxy user's doas).
 
 Prints "PORT <namenode port>" once listening; exits when stdin closes.
 """
@@ -19,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 PREFIX = "/webhdfs/v1/"
 
 
-def make_handler(root, require_user, datanode_port_ref, is_datanode):
+def make_handler(root, require_user, datanode_port_ref, is_datanode, require_params=()):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -47,6 +49,9 @@ def make_handler(root, require_user, datanode_port_ref, is_datanode):
                 return self._error(404, "FileNotFoundException", "not a WebHDFS path")
             if require_user is not None and q.get("user.name") != require_user:
                 return self._error(401, "SecurityException", "user.name required")
+            for name, value in require_params:
+                if q.get(name) != value:
+                    return self._error(401, "SecurityException", f"{name} required")
             fs_path = os.path.join(root, path[len(PREFIX):])
             if not os.path.isfile(fs_path):
                 return self._error(404, "FileNotFoundException", f"File does not exist: {path}")
@@ -81,13 +86,15 @@ def main():
     p.add_argument("--root", default=".")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--require-user")
+    p.add_argument("--require-param", action="append", default=[])
     args = p.parse_args()
+    params = [tuple(p.split("=", 1)) for p in args.require_param]
     root = os.path.abspath(args.root)
     port_ref = [0]
     ThreadingHTTPServer.daemon_threads = True
-    datanode = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(root, args.require_user, port_ref, True))
+    datanode = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(root, args.require_user, port_ref, True, params))
     port_ref[0] = datanode.server_address[1]
-    namenode = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(root, args.require_user, port_ref, False))
+    namenode = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(root, args.require_user, port_ref, False, params))
     threading.Thread(target=datanode.serve_forever, daemon=True).start()
     threading.Thread(target=namenode.serve_forever, daemon=True).start()
     print(f"PORT {namenode.server_address[1]}", flush=True)
