@@ -5,6 +5,10 @@
 #include <utility>
 #include <vector>
 
+// Without the std::string caster here nb::cast<std::string> (type names in messages) is the
+// generic caster, which fails at run time with std::bad_cast (ODR luck hid it in _lib).
+#include <nanobind/stl/string.h>
+
 namespace nb = nanobind;
 
 namespace kvikio::python {
