@@ -11,7 +11,6 @@
 #include <kvikio/hdfs.hpp>
 #include <kvikio/remote_handle.hpp>
 
-#include "remote/baseline.hpp"
 #include "remote/curl_handle.hpp"
 #include "remote/url.hpp"
 #include "remote_servers.hpp"
@@ -183,16 +182,6 @@ TEST(RemoteUrl, KnownSizeOpenSendsNothingAndChecksRanges)
   EXPECT_THROW(h.read(buf, 8, std::size_t(-4)), EndOfFileError);
   EXPECT_THROW(h.read(nullptr, 8, 0), std::invalid_argument);
   EXPECT_THROW(h.pread(buf, 8, 0, 0), std::invalid_argument);
-}
-
-TEST(RemoteUrl, BaselineRejectsBadArguments)
-{
-  char buf[4];
-  EXPECT_EQ(detail::curl_parallel_range_get("http://127.0.0.1:1/x", buf, 0, 0, 1, 1), 0U);
-  EXPECT_THROW(detail::curl_parallel_range_get("http://127.0.0.1:1/x", buf, 4, 0, 0, 1),
-               std::invalid_argument);
-  EXPECT_THROW(detail::curl_parallel_range_get("http://127.0.0.1:1/x", buf, 4, 0, 4, 1),
-               std::runtime_error);
 }
 
 TEST(RemoteS3Names, BucketsAndRegionsThatCouldChangeTheHostAreRejected)

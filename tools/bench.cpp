@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +32,8 @@
 
 #include "bench_remote.hpp"
 #include "options.hpp"
+#include "plain_io.hpp"
+#include "report.hpp"
 #include "timing.hpp"
 
 namespace kvikio::tool {
@@ -185,47 +186,12 @@ void fill_random(char* p, std::size_t n)
   }
 }
 
-/// The limit: `threads` plain threads taking task_size pieces of the benchmark file off a
-/// shared counter and moving each with one pread/pwrite loop, on a descriptor opened with
-/// `open_flags` added (O_DIRECT or 0). No library code is involved.
-/// With `copies` > 1 the file is moved that many times over (each copy cut into the same
-/// pieces), as the multi-device read moves it once per device.
+/// The limit (bench::plain_parallel_io) on the benchmark file, `copies` times over.
 void plain_parallel_io(
   bool write, int open_flags, char* buf, const Options& o, std::size_t copies = 1)
 {
-  const int fd = ::open(o.file.c_str(), (write ? O_WRONLY : O_RDONLY) | open_flags);
-  if (fd < 0) { throw GenericSystemError("cannot open " + o.file); }
-  const std::size_t size            = o.size;
-  const std::size_t pieces_per_copy = (size + o.task_size - 1) / o.task_size;
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
-  auto worker = [&] {
-    while (!failed) {
-      const std::size_t piece = next.fetch_add(1);
-      if (piece >= pieces_per_copy * copies) { return; }
-      std::size_t begin = (piece % pieces_per_copy) * o.task_size;
-      std::size_t end   = std::min(size, begin + o.task_size);
-      for (std::size_t pos = begin; pos < end;) {
-        ssize_t n = write ? ::pwrite(fd, buf + pos, end - pos, static_cast<off_t>(pos))
-                          : ::pread(fd, buf + pos, end - pos, static_cast<off_t>(pos));
-        if (n <= 0) {
-          if (n < 0 && errno == EINTR) { continue; }
-          failed = true;
-          return;
-        }
-        pos += static_cast<std::size_t>(n);
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned int i = 0; i < o.threads; ++i) {
-    pool.emplace_back(worker);
-  }
-  for (auto& t : pool) {
-    t.join();
-  }
-  ::close(fd);
-  if (failed) { throw std::runtime_error("the plain parallel loop failed on the benchmark file"); }
+  bench::plain_parallel_io(
+    write, o.file, open_flags, buf, {o.size, o.task_size, o.threads, copies});
 }
 
 /// The memory one run moves data through. Ours reads into and writes from `ours_dst` /
@@ -275,7 +241,7 @@ class BenchBuffers {
   /// Seconds for one pinned host -> device copy of every byte (device memory only).
   double time_host_to_device_copy()
   {
-    return seconds_of([&] { device_dst_->copy_from_host(pinned_->data(), size_); });
+    return bench::seconds_of([&] { device_dst_->copy_from_host(pinned_->data(), size_); });
   }
 
  private:
@@ -336,7 +302,7 @@ double multi_device_read(const std::string& path,
   return wall;
 }
 
-void progress(const std::string& line) { std::cerr << "[kvikio bench] " << line << std::endl; }
+void progress(const std::string& line) { bench::progress("kvikio bench", line); }
 
 /// The --devices read: every repetition reads the file into each device's buffer at once,
 /// next to the plain loop reading the file once per device into pinned memory.
@@ -374,13 +340,13 @@ Result run_multi_read(const Options& o,
       }
     }
     r.limit_runs.push_back(
-      seconds_of([&] { plain_parallel_io(false, plain_flags, buffers.limit_dst(), o, n); }));
+      bench::seconds_of([&] { plain_parallel_io(false, plain_flags, buffers.limit_dst(), o, n); }));
   }
   const double gb = static_cast<double>(o.size) / 1e9;
-  r.ours_gbps     = gb * static_cast<double>(n) / median(r.ours_runs);
-  r.limit_gbps    = gb * static_cast<double>(n) / median(r.limit_runs);
+  r.ours_gbps     = gb * static_cast<double>(n) / bench::median(r.ours_runs);
+  r.limit_gbps    = gb * static_cast<double>(n) / bench::median(r.limit_runs);
   for (std::size_t i = 0; i < n; ++i) {
-    r.device_gbps.emplace_back(o.devices[i], gb / median(device_runs[i]));
+    r.device_gbps.emplace_back(o.devices[i], gb / bench::median(device_runs[i]));
   }
   return r;
 }
@@ -487,7 +453,7 @@ int run_bench(int argc, char** argv, int first)
       const bool check = !write && rep == 1;
       if (check) { buffers.poison_destination(); }
       auto run_ours = [&] {
-        r.ours_runs.push_back(seconds_of([&] {
+        r.ours_runs.push_back(bench::seconds_of([&] {
           FileHandle f(o.file, write ? "r+" : "r");
           if (write) {
             f.pwrite(buffers.ours_src(), o.size, 0).get();
@@ -500,7 +466,7 @@ int run_bench(int argc, char** argv, int first)
         }
       };
       auto run_limit = [&] {
-        r.limit_runs.push_back(seconds_of([&] {
+        r.limit_runs.push_back(bench::seconds_of([&] {
           plain_parallel_io(
             write, plain_flags, write ? buffers.limit_src() : buffers.limit_dst(), o);
         }));
@@ -516,9 +482,9 @@ int run_bench(int argc, char** argv, int first)
       }
       if (!write && device) { r.pcie_runs.push_back(buffers.time_host_to_device_copy()); }
     }
-    r.ours_gbps  = gb / median(r.ours_runs);
-    r.limit_gbps = gb / median(r.limit_runs);
-    r.pcie_gbps  = r.pcie_runs.empty() ? 0 : gb / median(r.pcie_runs);
+    r.ours_gbps  = gb / bench::median(r.ours_runs);
+    r.limit_gbps = gb / bench::median(r.limit_runs);
+    r.pcie_gbps  = r.pcie_runs.empty() ? 0 : gb / bench::median(r.pcie_runs);
     results.push_back(r);
   }
   // The pinned memory the bounce buffers took, against the bound the design promises.
@@ -526,88 +492,66 @@ int run_bench(int argc, char** argv, int first)
   const auto pinned_bound = static_cast<std::size_t>(o.threads) * defaults::bounce_buffer_size();
 
   if (o.json) {
-    std::printf(
-      "{\"file\": \"%s\", \"size\": %zu, \"threads\": %u, \"task_size\": %zu, "
-      "\"direct_io\": %s, \"memory\": \"%s\", \"repetitions\": %u, "
-      "\"peak_pinned_bytes\": %zu, \"pinned_bound_bytes\": %zu, \"results\": [",
-      o.file.c_str(),
-      o.size,
-      o.threads,
-      o.task_size,
-      o.direct_io ? "true" : "false",
-      o.memory.c_str(),
-      o.repetitions,
-      peak_pinned,
-      pinned_bound);
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      const auto& r = results[i];
-      std::printf("%s{\"op\": \"%s\", \"kvikio_gbps\": %.3f, \"limit_gbps\": %.3f, \"ratio\": %.3f",
-                  i ? ", " : "",
-                  r.op.c_str(),
-                  r.ours_gbps,
-                  r.limit_gbps,
-                  r.ours_gbps / r.limit_gbps);
+    bench::JsonWriter json;
+    json.begin_object()
+      .field("file", o.file)
+      .field("size", o.size)
+      .field("threads", o.threads)
+      .field("task_size", o.task_size)
+      .field("direct_io", o.direct_io)
+      .field("memory", o.memory)
+      .field("repetitions", o.repetitions)
+      .field("peak_pinned_bytes", peak_pinned)
+      .field("pinned_bound_bytes", pinned_bound)
+      .key("results")
+      .begin_array();
+    for (const auto& r : results) {
+      json.begin_object()
+        .field("op", r.op)
+        .field("kvikio_gbps", r.ours_gbps)
+        .field("limit_gbps", r.limit_gbps)
+        .field("ratio", r.ours_gbps / r.limit_gbps);
       if (r.pcie_gbps > 0) {
-        std::printf(", \"pcie_copy_gbps\": %.3f, \"ratio_to_pcie\": %.3f",
-                    r.pcie_gbps,
-                    r.ours_gbps / r.pcie_gbps);
+        json.field("pcie_copy_gbps", r.pcie_gbps).field("ratio_to_pcie", r.ours_gbps / r.pcie_gbps);
       }
       if (!r.device_gbps.empty()) {
         // kvikio_gbps above is the aggregate; the same number again under its own name.
-        std::printf(", \"aggregate_gbps\": %.3f, \"bytes_per_device\": %zu, \"devices\": [",
-                    r.ours_gbps,
-                    o.size);
-        for (std::size_t j = 0; j < r.device_gbps.size(); ++j) {
-          std::printf("%s{\"device\": %d, \"kvikio_gbps\": %.3f}",
-                      j ? ", " : "",
-                      r.device_gbps[j].first,
-                      r.device_gbps[j].second);
+        json.field("aggregate_gbps", r.ours_gbps)
+          .field("bytes_per_device", o.size)
+          .key("devices")
+          .begin_array();
+        for (const auto& [dev, gbps] : r.device_gbps) {
+          json.begin_object().field("device", dev).field("kvikio_gbps", gbps).end_object();
         }
-        std::printf("]");
+        json.end_array();
       }
-      std::printf("}");
+      json.end_object();
     }
-    std::printf("]}\n");
+    json.end_array().end_object();
+    std::printf("%s\n", json.str().c_str());
     return 0;
   }
   const char* via = device ? " into pinned" : "";
-  std::printf("%-8s %-8s %12s   %-34s %7s\n", "op", "memory", "kvikio GB/s", "limit GB/s", "ratio");
+  bench::print_table_header();
   for (const auto& r : results) {
     if (!r.device_gbps.empty()) {
       for (const auto& [dev, gbps] : r.device_gbps) {
-        std::printf("%-8s %-8s %12.2f   %-34s\n",
-                    r.op.c_str(),
-                    ("dev " + std::to_string(dev)).c_str(),
-                    gbps,
-                    "(its bytes / time to its completion)");
+        bench::print_table_note_row(
+          r.op, "dev " + std::to_string(dev), gbps, "(its bytes / time to its completion)");
       }
-      std::printf("%-8s %-8s %12.2f   %7.2f %-26s %6.2fx\n",
-                  r.op.c_str(),
-                  "all",
-                  r.ours_gbps,
-                  r.limit_gbps,
-                  ("(pread x" + std::to_string(r.device_gbps.size()) + " into pinned)").c_str(),
-                  r.ours_gbps / r.limit_gbps);
+      bench::print_table_row(r.op,
+                             "all",
+                             r.ours_gbps,
+                             r.limit_gbps,
+                             "pread x" + std::to_string(r.device_gbps.size()) + " into pinned");
       continue;
     }
     const std::string limit_name =
       std::string(r.op == "read" ? "pread" : "pwrite") +
       (device ? (r.op == "read" ? " into pinned" : " from pinned") : "");
-    std::printf("%-8s %-8s %12.2f   %7.2f %-26s %6.2fx\n",
-                r.op.c_str(),
-                o.memory.c_str(),
-                r.ours_gbps,
-                r.limit_gbps,
-                ("(" + limit_name + ")").c_str(),
-                r.ours_gbps / r.limit_gbps);
+    bench::print_table_row(r.op, o.memory, r.ours_gbps, r.limit_gbps, limit_name);
     if (r.pcie_gbps > 0) {
-      std::printf("%-8s %-8s %12.2f   %7.2f %-26s %6.2fx\n",
-                  r.op.c_str(),
-                  o.memory.c_str(),
-                  r.ours_gbps,
-                  r.pcie_gbps,
-                  "(pinned->device copy)",
-                  r.ours_gbps / r.pcie_gbps);
+      bench::print_table_row(r.op, o.memory, r.ours_gbps, r.pcie_gbps, "pinned->device copy");
     }
   }
   std::printf(

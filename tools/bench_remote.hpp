@@ -10,7 +10,7 @@ namespace kvikio::tool {
 struct RemoteBenchOptions {
   /// An http(s)/S3/WebHDFS URL (any kind RemoteHandle::open infers), or "local": write a
   /// file of random bytes and serve it on loopback from nginx (PATH or /usr/sbin/nginx),
-  /// falling back to tests/servers/range_server.py.
+  /// falling back to range_server.py (embedded in the tool) run with python3.
   std::string target;
   /// "nginx" (default; falls back to python when nginx is missing) or "python".
   std::string server{"nginx"};

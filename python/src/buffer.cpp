@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+// Without the std::string caster here nb::cast<std::string> (type names in messages) is the
+// generic caster, which fails at run time with std::bad_cast.
 #include <nanobind/stl/string.h>
 
 #include <kvikio/bounce_buffer.hpp>

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -58,3 +59,42 @@ def test_overhead_benchmark(tmp_path):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["size"] == 4096 and out["python_us"] > 0 and out["cpp_us"] > 0
+
+
+def test_bench_module_plain_loop_moves_the_bytes(tmp_path):
+    np = pytest.importorskip("numpy")
+    from kvikio import _bench
+
+    path = tmp_path / "plain.bin"
+    data = np.random.default_rng(3).integers(0, 256, size=300001, dtype=np.uint8)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        assert _bench.plain_parallel_io(True, fd, data, data.nbytes, 3, 65536) >= 0
+    finally:
+        os.close(fd)
+    back = np.zeros_like(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _bench.plain_parallel_io(False, fd, back, data.nbytes, 3, 4096)
+    finally:
+        os.close(fd)
+    assert np.array_equal(back, data)
+    assert _bench.pread_get_loop(str(path), back, 4096, 0, 10) > 0
+
+
+def test_bench_module_errors_name_the_problem(tmp_path):
+    np = pytest.importorskip("numpy")
+    from kvikio import _bench
+
+    buf = np.zeros(100, dtype=np.uint8)
+    with pytest.raises(OSError, match="plain parallel pread loop on fd"):
+        _bench.plain_parallel_io(False, 1 << 20, buf, 100, 2, 10)
+    with pytest.raises(ValueError, match="size is larger than the buffer"):
+        _bench.plain_parallel_io(False, 0, buf, 200, 2, 10)
+    with pytest.raises(ValueError, match="threads and task_size must be positive"):
+        _bench.plain_parallel_io(False, 0, buf, 10, 0, 10)
+    # A read into read-only memory is a ValueError naming the type (not std::bad_cast).
+    with pytest.raises(ValueError, match="read-only bytes"):
+        _bench.plain_parallel_io(False, 0, b"abc", 3, 1, 1)
+    with pytest.raises(FileNotFoundError):
+        _bench.pread_get_loop(str(tmp_path / "missing.bin"), buf, 10, 0, 1)

@@ -24,7 +24,7 @@ import numpy as np
 
 import kvikio
 import kvikio.defaults
-from kvikio import _lib
+from kvikio import _bench
 from kvikio.mmap import Mmap
 
 PAGE = 4096
@@ -190,8 +190,8 @@ def limit(op: str, path: str, mem: Memory, size: int, threads: int, task_size: i
             mem.src.get(out=mem.host_src)
         fd = os.open(path, flags)
         try:
-            _lib._plain_parallel_io(write, fd, mem.host_src if write else mem.host_dst, size,
-                                    threads, task_size)
+            _bench.plain_parallel_io(write, fd, mem.host_src if write else mem.host_dst, size,
+                                     threads, task_size)
         finally:
             os.close(fd)
         if not write and mem.kind == "device":

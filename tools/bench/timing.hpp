@@ -1,11 +1,11 @@
 #pragma once
-// Timing helpers shared by the benchmarks of the `kvikio` tool.
+// Timing helpers shared by the benchmarks (the `kvikio` tool and kvikio._bench).
 #include <algorithm>
 #include <chrono>
 #include <functional>
 #include <vector>
 
-namespace kvikio::tool {
+namespace kvikio::bench {
 
 /// Wall-clock seconds that `fn` takes.
 inline double seconds_of(const std::function<void()>& fn)
@@ -22,4 +22,4 @@ inline double median(std::vector<double> v)
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-}  // namespace kvikio::tool
+}  // namespace kvikio::bench

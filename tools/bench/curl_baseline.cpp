@@ -1,4 +1,5 @@
-#include "remote/baseline.hpp"
+// curl_parallel_range_get: bare libcurl, one easy handle per thread, no kvikio code.
+#include "curl_baseline.hpp"
 
 #include <curl/curl.h>
 
@@ -11,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace kvikio::detail {
+namespace kvikio::bench {
 namespace {
 
 struct Dest {
@@ -96,4 +97,4 @@ std::size_t curl_parallel_range_get(const std::string& url,
   return size;
 }
 
-}  // namespace kvikio::detail
+}  // namespace kvikio::bench

@@ -1,9 +1,10 @@
 #pragma once
-// The "plain parallel curl" baseline that remote benchmarks compare RemoteHandle against.
+// The "plain parallel curl" baseline that remote benchmarks compare RemoteHandle against. It
+// lives in the benchmark library, not in libkvikio: the product carries no benchmark code.
 #include <cstddef>
 #include <string>
 
-namespace kvikio::detail {
+namespace kvikio::bench {
 
 /// Fetches [file_offset, file_offset + size) of the http(s) `url` into the host buffer `buf`
 /// the way a careful user of bare libcurl would: `nthreads` std::threads, each with one easy
@@ -24,4 +25,4 @@ std::size_t curl_parallel_range_get(const std::string& url,
                                     std::size_t task_size,
                                     unsigned nthreads);
 
-}  // namespace kvikio::detail
+}  // namespace kvikio::bench
