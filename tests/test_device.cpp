@@ -621,10 +621,12 @@ TEST_F(DeviceIO, AutoTakesCufileOnlyWhereNvidiaFsIsPresent)
   FileHandle f(path, "r", FileHandle::m644, CompatMode::AUTO);
   if (!(cufile && gds)) {
     EXPECT_EQ(f.compat_mode(), CompatMode::ON);
-    EXPECT_TRUE(f.open_file()->fallback_reason().empty());  // decided once, not per file
+    EXPECT_TRUE(kvikio::detail::FileHandleAccess::state(f)
+                  ->fallback_reason.empty());  // decided once, not per file
   } else {
     // With nvidia-fs a file still falls back when its own registration fails.
-    EXPECT_TRUE(f.compat_mode() == CompatMode::OFF || !f.open_file()->fallback_reason().empty());
+    EXPECT_TRUE(f.compat_mode() == CompatMode::OFF ||
+                !kvikio::detail::FileHandleAccess::state(f)->fallback_reason.empty());
   }
   DeviceBuffer dev(8192);
   EXPECT_EQ(f.pread(dev.data(), 8192, 0).get(), 8192U);
@@ -704,12 +706,12 @@ TEST_F(DeviceIO, FailedCopyNamesItsChunkInBothDirections)
   FileHandle f(path, "r+", FileHandle::m644, CompatMode::ON);
   fail("cuMemcpyHtoDAsync", 3, CUDA_ERROR_LAUNCH_FAILED);
   KVIKIO_EXPECT_THROW_WITH(f.read(dev.data(), n, 0, 0),
-                           kvikio::CUfileDriverException,
+                           kvikio::CudaDriverError,
                            "reading into device memory for '" + path +
                              "' at offset 0 (204800 bytes), the 32768 bytes at byte 65536");
   fail("cuMemcpyDtoHAsync", 2, CUDA_ERROR_LAUNCH_FAILED);
   KVIKIO_EXPECT_THROW_WITH(f.write(dev.data(), n, 4096, 0),
-                           kvikio::CUfileDriverException,
+                           kvikio::CudaDriverError,
                            "writing from device memory for '" + path +
                              "' at offset 4096 (204800 bytes), the 32768 bytes at byte 32768");
 }

@@ -21,7 +21,7 @@ std::size_t posix_device_read(const OpenFile& file,
 {
   if (size == 0) { return 0; }
   DeviceStager stager(
-    ctx, dst, "reading into device memory " + "for " + file_range_text(file.path(), offset, size));
+    ctx, dst, "reading into device memory for " + file_range_text(file.path(), offset, size));
   // Whole halves straight from the file: each read starts page aligned in the buffer, so its
   // aligned middle may use O_DIRECT.
   for (std::size_t pos = 0; pos < size;) {
@@ -43,10 +43,7 @@ std::size_t posix_device_write(const OpenFile& file,
 {
   if (size == 0) { return 0; }
   DeviceDrainer drainer(
-    ctx,
-    src,
-    size,
-    "writing from device memory " + "for " + file_range_text(file.path(), offset, size));
+    ctx, src, size, "writing from device memory for " + file_range_text(file.path(), offset, size));
   for (auto chunk = drainer.next(); chunk.size > 0; chunk = drainer.next()) {
     posix_host_io(Direction::write, file, chunk.data, chunk.size, offset + chunk.offset, direct_io);
   }

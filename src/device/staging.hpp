@@ -174,7 +174,7 @@ class DrainSource {
 /// calling thread for its life), through a pooled bounce buffer with StagingSink's schedule;
 /// the copies run on this thread's stream in `ctx`. Feed the bytes in order, then call
 /// finish(). The destructor waits for queued copies, so the buffer goes back to the pool
-/// unread even when feeding threw. Errors are CUfileDriverException naming `what`; a failed
+/// unread even when feeding threw. Errors are CudaDriverError naming `what`; a failed
 /// copy also names its chunk ("the N bytes at byte P" of the destination). One thread only.
 class DeviceStager {
  public:
