@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/format.hpp"
 #include "core/settings_internal.hpp"
 #include "shim/cufile_api.hpp"
 
@@ -91,11 +92,8 @@ Id find(std::string_view name)
   for (std::size_t i = 0; i < specs().size(); ++i) {
     if (specs()[i].name == name) { return static_cast<Id>(i); }
   }
-  std::string known;
-  for (const auto& s : specs()) {
-    known += (known.empty() ? "" : ", ") + std::string(s.name);
-  }
-  throw UnknownSettingError("unknown setting '" + std::string(name) + "' (known: " + known + ")");
+  throw UnknownSettingError("unknown setting '" + std::string(name) +
+                            "' (known: " + detail::join_names(defaults::names()) + ")");
 }
 
 std::string join(const std::vector<std::int64_t>& codes, const char* sep)

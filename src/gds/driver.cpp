@@ -9,6 +9,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "core/format.hpp"
 #include "device/pointer.hpp"
 #include "shim/cufile_api.hpp"
 
@@ -152,12 +153,8 @@ DriverProperties& cached_props()
 
 [[noreturn]] void unknown(const std::string& name)
 {
-  std::string known;
-  for (const auto& n : property_names()) {
-    known += (known.empty() ? "" : ", ") + n;
-  }
   throw std::invalid_argument("unknown cuFile driver property '" + name + "': expected one of " +
-                              known);
+                              detail::join_names(property_names()));
 }
 
 }  // namespace
