@@ -13,6 +13,7 @@
 #include <kvikio/file_handle.hpp>
 
 #include "buffer.hpp"
+#include "os_error.hpp"
 #include "plain_io.hpp"
 #include "timing.hpp"
 
@@ -67,14 +68,7 @@ double pread_get_loop(const std::string& path,
 NB_MODULE(_bench, m)
 {
   m.doc() = "Native helpers of kvikio.benchmarks (not part of the kvikio API).";
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const std::system_error& e) {
-      nb::object args = nb::make_tuple(e.code().value(), e.what());
-      PyErr_SetObject(PyExc_OSError, args.ptr());
-    }
-  });
+  kvikio::python::register_os_error_translator();
   m.def("plain_parallel_io",
         &kvikio::python::plain_parallel_io,
         "write"_a,

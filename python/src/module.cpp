@@ -12,6 +12,7 @@
 #include <kvikio/version.hpp>
 
 #include "bindings.hpp"
+#include "os_error.hpp"
 
 namespace nb = nanobind;
 
@@ -21,16 +22,7 @@ NB_MODULE(_lib, m)
   m.doc()               = "Native half of the kvikio package (bindings to the C++ library).";
   m.attr("__version__") = KVIKIO_VERSION_STRING;
 
-  // std::system_error (kvikio::GenericSystemError) -> OSError(errno, message): Python picks
-  // the subclass from errno (FileNotFoundError, PermissionError, IsADirectoryError, ...).
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const std::system_error& e) {
-      nb::object args = nb::make_tuple(e.code().value(), e.what());
-      PyErr_SetObject(PyExc_OSError, args.ptr());
-    }
-  });
+  kvikio::python::register_os_error_translator();
 
   // CompatMode first: the classes below name it in their signatures.
   bind_settings(m);
