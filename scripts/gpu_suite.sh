@@ -9,6 +9,9 @@
 #   3. runs the whole pytest suite (CuPy, Numba, PyTorch buffers, zarr with GPU buffers);
 #   4. benchmarks: kvikio bench --memory device (4 GiB, 16 threads, hot page cache, POSIX
 #      pipeline and cuFile; cold Direct IO), the Python-layer overhead and the zarr read;
+#   4b. before/after: the same device bench with the tool built from .gpu-deps/before (a
+#      `git archive` of an earlier commit: src include tools cmake CMakeLists.txt), the two
+#      tools taking turns, each figure a ratio to the limit measured in its own run;
 #   5. only with 2+ GPUs (nvidia-smi -L): the multi-GPU tests and kvikio bench --devices 0,1;
 #   6. the Python package built again with the image's own compiler (CXX=/opt/gcc/bin/g++,
 #      which links libstdc++ statically), then the CuPy and cuFile tests with that build.
@@ -18,6 +21,7 @@
 # What that machine lacks travels in git-ignored folders named in the device tool's carry:
 #   .deps/root       curl headers: apt-get download libcurl4-openssl-dev; dpkg -x *.deb root
 #   .gpu-deps/googletest   GoogleTest source (apt-get download googletest; dpkg -x)
+#   .gpu-deps/before an earlier commit's sources, for step 4b (optional)
 #   .whl             wheels for zarr>=3 and what it needs, pytest-asyncio, and moto 5.2.5 with
 #                    what its S3 server needs there (boto3, botocore, s3transfer, jmespath,
 #                    xmltodict, responses, cryptography, cffi, pycparser, flask, flask-cors,
@@ -102,9 +106,9 @@ run_ctest() {  # $1: log name, $2: time limit, rest: ctest selection
   sed -n '/The following tests FAILED/,$p' "$OUT/ctest_$name.log" | grep -E '^\s+[0-9]+ - ' | head -10 | tee -a "$SUMMARY"
 }
 udev_unfix
-run_ctest gpu_no_udev 100 -L gpu
+run_ctest gpu_no_udev 240 -L gpu
 udev_fix
-run_ctest gpu_udev 100 -L gpu
+run_ctest gpu_udev 240 -L gpu
 run_ctest remote_device 60 -R 'RemoteHttp.*Device'
 
 # --- 3. Python suite ----------------------------------------------------------------------
@@ -125,6 +129,29 @@ timeout 150 env KVIKIO_COMPAT_MODE=ON "$KVIKIO" bench --memory device --size 4Gi
 timeout 60 python3 -m kvikio.benchmarks.overhead > "$OUT/overhead.txt" 2>> "$OUT/bench.err"
 timeout 150 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.zarr_io --size 4GiB --chunk 64MiB \
   --threads 16 --repetitions 2 > "$OUT/zarr.txt" 2>> "$OUT/bench.err"
+
+# --- 4b. before/after: an earlier commit's tool beside this one, taking turns ---------------
+BEFORE_SRC=$SRC/.gpu-deps/before
+if [ -f "$BEFORE_SRC/CMakeLists.txt" ]; then
+  if { cmake -S "$BEFORE_SRC" -B /var/tmp/kvikio-before -G Ninja -DCMAKE_BUILD_TYPE=Release \
+         -DKVIKIO_BUILD_TESTS=OFF "${CURL_ARGS[@]}" \
+       && cmake --build /var/tmp/kvikio-before --target kvikio_tool; } > "$OUT/build_before.log" 2>&1; then
+    : > "$OUT/before_after.txt"
+    for round in 1 2; do
+      for which in before now; do
+        tool=$KVIKIO; [ "$which" = before ] && tool=/var/tmp/kvikio-before/tools/kvikio
+        for mode in ON OFF; do
+          timeout 90 env KVIKIO_COMPAT_MODE=$mode "$tool" bench --memory device --size 4GiB \
+            --threads 16 --repetitions 3 --json 2>> "$OUT/bench.err" \
+            | python3 -c "import json,sys; d=json.load(sys.stdin); print('$which round $round compat=$mode', ' '.join(f\"{r['op']} {r['kvikio_gbps']} GB/s ratio {r['ratio']}\" for r in d['results']))" \
+            >> "$OUT/before_after.txt" 2>> "$OUT/bench.err"
+        done
+      done
+    done
+  else
+    note "before/after: the earlier tool did not build (build_before.log)"
+  fi
+fi
 
 # --- 5. optional: several GPUs on one host (skipped on 1-GPU machines) --------------------
 # The gpu.multi.* tests also run (and skip visibly) in step 2 on one GPU; here, with 2 or
@@ -177,7 +204,7 @@ echo
 echo "================ summary ================"
 cat "$SUMMARY"
 sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
-for f in bench_posix bench_cufile bench_cold overhead zarr "${MULTI_FILES[@]}"; do
+for f in bench_posix bench_cufile bench_cold before_after overhead zarr "${MULTI_FILES[@]}"; do
   echo "--- $f"; cat "$OUT/$f.txt"
 done
 tail -5 "$OUT/bench.err"

@@ -4,7 +4,7 @@
 #   2. the host suites again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. the thread-pool and parallel-IO suites under ThreadSanitizer
 #   4. formatting (clang-format)
-#   5. an installed-package consumer built with find_package(kvikio)
+#   5. an installed-package consumer built with find_package(kvikio), and the exported ABI
 #   6. a build that links libstdc++ statically exports none of it (a GPU-machine crash)
 #   7. the Python package: pip install . into a fresh virtual environment, then pytest
 set -euo pipefail
@@ -38,6 +38,14 @@ cmake --install "$BUILD_DIR" --prefix "$PWD/build-install" >/dev/null
 cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build-install" >/dev/null
 cmake --build build-consumer
 ./build-consumer/consumer
+
+step "the ABI: libkvikio.so exports the public API (KVIKIO_EXPORT) and nothing of detail::"
+internal=$(nm -DC --defined-only "$BUILD_DIR/src/libkvikio.so" | grep -c ' kvikio::detail::' || true)
+if [ "$internal" != 0 ]; then
+  nm -DC --defined-only "$BUILD_DIR/src/libkvikio.so" | grep ' kvikio::detail::' | head
+  echo "libkvikio.so exports $internal kvikio::detail symbols"; exit 1
+fi
+echo "libkvikio.so: $(nm -DC --defined-only "$BUILD_DIR/src/libkvikio.so" | wc -l) symbols exported, none of kvikio::detail"
 
 step "a statically linked libstdc++ stays private to libkvikio.so"
 # The GPU machine's default g++ links libstdc++ statically; exported, that copy mixed with the

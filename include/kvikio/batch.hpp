@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include <kvikio/export.hpp>
 #include <kvikio/file_handle.hpp>
 
 namespace kvikio {
@@ -30,7 +31,7 @@ enum class BatchStatus : int {
 
 /// One operation: `size` bytes between `file_handle` at `file_offset` and the device buffer
 /// `devPtr_base + devPtr_offset`. The file handle and the buffer must outlive the batch's use.
-struct BatchOp {
+struct KVIKIO_EXPORT BatchOp {
   FileHandle& file_handle;
   void* devPtr_base;
   off_t file_offset;
@@ -41,7 +42,7 @@ struct BatchOp {
 
 /// A finished operation: `cookie` is the index of the op in its submit() call; `ret` the bytes
 /// moved (COMPLETE) or 0.
-struct BatchIOEvent {
+struct KVIKIO_EXPORT BatchIOEvent {
   void* cookie;
   BatchStatus status;
   std::size_t ret;
@@ -50,7 +51,7 @@ struct BatchIOEvent {
 /// One batch. Workflow: construct with the most operations one submit may hold, submit(),
 /// then status() until every op is reported (or cancel()), then submit() again or close().
 /// Not thread safe; the destructor cancels and waits for unfinished operations.
-class BatchHandle {
+class KVIKIO_EXPORT BatchHandle {
  public:
   BatchHandle() noexcept;
   /// Throws std::invalid_argument for a non-positive size, CUfileException when cuFile's

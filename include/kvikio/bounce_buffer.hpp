@@ -5,18 +5,20 @@
 /// holds one for its duration, so with N pool threads the pool holds about N buffers.
 #include <cstddef>
 
+#include <kvikio/export.hpp>
+
 namespace kvikio {
 
 /// Frees the pooled pinned buffers that are not in use and returns the bytes freed. Buffers
 /// in use are freed when returned if the pool is over its bound or their size is stale.
 /// Thread safe; never blocks on IO.
-std::size_t bounce_buffer_free();
+KVIKIO_EXPORT std::size_t bounce_buffer_free();
 
 /// Statistics of the pool, for benchmarks and tests.
-struct BounceBufferStats {
+struct KVIKIO_EXPORT BounceBufferStats {
   std::size_t pinned_bytes;       ///< pinned bytes held now (in use + free)
   std::size_t peak_pinned_bytes;  ///< the most held at once since the process started
 };
-BounceBufferStats bounce_buffer_stats() noexcept;
+KVIKIO_EXPORT BounceBufferStats bounce_buffer_stats() noexcept;
 
 }  // namespace kvikio

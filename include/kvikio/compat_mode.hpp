@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include <kvikio/export.hpp>
+
 namespace kvikio {
 
 /// How IO reaches storage.
@@ -12,9 +14,9 @@ enum class CompatMode : std::uint8_t { OFF, ON, AUTO };
 
 /// Parses "ON"/"OFF"/"AUTO" (any case; also true/false/yes/no/1/0).
 /// Throws std::invalid_argument naming the value otherwise.
-CompatMode parse_compat_mode_str(std::string_view str);
+KVIKIO_EXPORT CompatMode parse_compat_mode_str(std::string_view str);
 
 /// "OFF", "ON" or "AUTO".
-std::string_view to_string(CompatMode mode) noexcept;
+KVIKIO_EXPORT std::string_view to_string(CompatMode mode) noexcept;
 
 }  // namespace kvikio

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include <kvikio/export.hpp>
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/threadpool.hpp>
 
@@ -23,7 +24,7 @@ enum class SettingSource { DEFAULT, ENVIRONMENT, SET };
 
 /// One setting, for listing: its name (the Python `defaults` key), environment variable,
 /// current value as text, and source.
-struct SettingInfo {
+struct KVIKIO_EXPORT SettingInfo {
   std::string name;
   std::string env_var;
   std::string value;
@@ -38,12 +39,12 @@ using SettingValue =
 
 /// Thrown by defaults::get/set for a name that is no setting; the message names it and lists
 /// the known ones. (The Python binding raises KeyError for it.)
-class UnknownSettingError : public std::invalid_argument {
+class KVIKIO_EXPORT UnknownSettingError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
 
-class defaults {
+class KVIKIO_EXPORT defaults {
  public:
   /// KVIKIO_COMPAT_MODE, default AUTO. A change affects files opened afterwards.
   static CompatMode compat_mode();

@@ -5,19 +5,21 @@
 /// All throw CudaDriverError naming the call when the driver is missing or fails.
 #include <cstddef>
 
+#include <kvikio/export.hpp>
+
 namespace kvikio {
 
 /// Number of CUDA devices (0 when the driver is not available; never throws).
-int device_count() noexcept;
+KVIKIO_EXPORT int device_count() noexcept;
 
 /// True when `ptr` is device memory that the CPU cannot access directly (not host, pinned or
 /// managed memory). False without a driver.
-bool is_device_memory(const void* ptr);
+KVIKIO_EXPORT bool is_device_memory(const void* ptr);
 
 /// An owning device allocation made with cuMemAlloc (or cuMemAllocManaged when `managed`)
 /// in the primary context of `device`. Move-only; the destructor frees it (never throws).
 /// Copies are blocking and thread safe for disjoint ranges.
-class DeviceBuffer {
+class KVIKIO_EXPORT DeviceBuffer {
  public:
   DeviceBuffer() noexcept = default;
   explicit DeviceBuffer(std::size_t nbytes, int device = 0, bool managed = false);
@@ -43,7 +45,7 @@ class DeviceBuffer {
 };
 
 /// An owning pinned host allocation (cuMemHostAlloc, portable). Move-only.
-class PinnedBuffer {
+class KVIKIO_EXPORT PinnedBuffer {
  public:
   PinnedBuffer() noexcept = default;
   explicit PinnedBuffer(std::size_t nbytes);

@@ -11,35 +11,37 @@
 #include <string>
 #include <system_error>
 
+#include <kvikio/export.hpp>
+
 namespace kvikio {
 
 /// An IO operation failed for a reason other than an OS error (RuntimeError in Python).
-class Error : public std::runtime_error {
+class KVIKIO_EXPORT Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 /// A read reached the end of the file before the requested bytes were read.
-class EndOfFileError : public Error {
+class KVIKIO_EXPORT EndOfFileError : public Error {
  public:
   using Error::Error;
 };
 
 /// A cuFile call failed (name kept from libkvikio).
-class CUfileException : public Error {
+class KVIKIO_EXPORT CUfileException : public Error {
  public:
   using Error::Error;
 };
 
 /// A CUDA driver call failed. A CUfileException too, since libkvikio reports CUDA driver
 /// failures as CUfileException: handlers written for it keep catching these.
-class CudaDriverError : public CUfileException {
+class KVIKIO_EXPORT CudaDriverError : public CUfileException {
  public:
   using CUfileException::CUfileException;
 };
 
 /// An OS call failed; `code()` holds the errno value (OSError in Python).
-class GenericSystemError : public std::system_error {
+class KVIKIO_EXPORT GenericSystemError : public std::system_error {
  public:
   GenericSystemError(int err, const std::string& what)
     : std::system_error(err, std::generic_category(), what)

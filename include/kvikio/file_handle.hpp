@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include <kvikio/export.hpp>
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/stream.hpp>
@@ -36,7 +37,7 @@ inline constexpr std::size_t unspecified_offset = std::numeric_limits<std::size_
 /// std::out_of_range before any byte moves. The caller owns the buffer and keeps it alive
 /// until the IO (or its future) completes. Work already queued keeps the file open until it
 /// finishes, even if the handle is closed meanwhile.
-class FileHandle {
+class KVIKIO_EXPORT FileHandle {
  public:
   static constexpr mode_t m644 = S_IRUSR | S_IWUSR | S_IRGRP | S_IROTH;
 

@@ -5,21 +5,24 @@
 #include <string>
 #include <utility>
 
+#include <kvikio/export.hpp>
+
 namespace kvikio {
 
 /// (pages of the file now in the page cache, pages of the file), from mincore() over a
 /// read-only map. Throws GenericSystemError naming the file when it cannot be opened or mapped.
-std::pair<std::size_t, std::size_t> get_page_cache_info(const std::string& file_path);
-std::pair<std::size_t, std::size_t> get_page_cache_info(int fd);
+KVIKIO_EXPORT std::pair<std::size_t, std::size_t> get_page_cache_info(const std::string& file_path);
+KVIKIO_EXPORT std::pair<std::size_t, std::size_t> get_page_cache_info(int fd);
 
 /// Asks the kernel to evict the file's clean pages (posix_fadvise DONTNEED). Dirty pages are
 /// written back first when `sync_first`. Needs no privileges.
-void drop_file_page_cache(const std::string& file_path, bool sync_first = true);
-void drop_file_page_cache(int fd, bool sync_first = true);
+KVIKIO_EXPORT void drop_file_page_cache(const std::string& file_path, bool sync_first = true);
+KVIKIO_EXPORT void drop_file_page_cache(int fd, bool sync_first = true);
 
 /// Drops the whole system's page cache by writing to /proc/sys/vm/drop_caches (syncs first
 /// when `sync_first`). Needs root: otherwise throws GenericSystemError (PermissionError).
-void drop_system_page_cache(bool reclaim_dentries_and_inodes = true, bool sync_first = true);
+KVIKIO_EXPORT void drop_system_page_cache(bool reclaim_dentries_and_inodes = true,
+                                          bool sync_first                  = true);
 
 /// Deprecated name for drop_system_page_cache.
 [[deprecated("use drop_system_page_cache")]] inline void clear_page_cache(

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include <kvikio/export.hpp>
 #include <kvikio/remote_handle.hpp>
 
 namespace kvikio {
@@ -17,7 +18,7 @@ namespace kvikio {
 /// except op, offset and length, which each request sets. Messages show user.name and doas
 /// (identities, needed to understand a 401 or 403) but not a delegation token.
 /// The path must not have "." or ".." segments (it could leave /webhdfs/v1/).
-class WebHdfsEndpoint : public RemoteEndpoint {
+class KVIKIO_EXPORT WebHdfsEndpoint : public RemoteEndpoint {
  public:
   /// `url` is "http(s)://host:port/webhdfs/v1/<path>[?user.name=..][&doas=..][&..]".
   /// @throws std::invalid_argument naming the URL if it is not of that form or its path has a

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include <kvikio/export.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/file_handle.hpp>
 
@@ -17,7 +18,7 @@ namespace kvikio {
 /// file. Reads copy from the mapping; requests outside the mapped range throw
 /// std::out_of_range naming the range. Not thread safe for open/close; reads may run
 /// concurrently.
-class MmapHandle {
+class KVIKIO_EXPORT MmapHandle {
  public:
   MmapHandle() noexcept = default;
   /// Maps the file. `flags` must be "r" (read-only). Without `initial_map_size` the range

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include <kvikio/export.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 
@@ -55,7 +56,7 @@ enum class RemoteEndpointType : std::uint8_t {
 };
 
 /// The name of an endpoint type ("S3", "HTTP", ...), for messages.
-std::string to_string(RemoteEndpointType type);
+KVIKIO_EXPORT std::string to_string(RemoteEndpointType type);
 
 // ---------------------------------------------------------------------------------------------
 // Errors. All derive from kvikio::Error (RuntimeError in Python) and name the URL, redacted.
@@ -66,7 +67,7 @@ std::string to_string(RemoteEndpointType type);
 
 /// A remote request failed. `url()` is redacted (no credentials, signatures or tokens);
 /// `http_status()` is the last HTTP status received, 0 when no response arrived.
-class RemoteError : public Error {
+class KVIKIO_EXPORT RemoteError : public Error {
  public:
   RemoteError(const std::string& what, std::string url, long http_status)
     : Error(what), url_(std::move(url)), http_status_(http_status)
@@ -82,32 +83,32 @@ class RemoteError : public Error {
 
 /// The server answered with an error status (404, 403, 416, or a retried status such as 503
 /// after the last attempt).
-class RemoteHttpError : public RemoteError {
+class KVIKIO_EXPORT RemoteHttpError : public RemoteError {
  public:
   using RemoteError::RemoteError;
 };
 
 /// No usable response: connection refused or dropped, TLS failure, DNS failure, ...
-class RemoteTransportError : public RemoteError {
+class KVIKIO_EXPORT RemoteTransportError : public RemoteError {
  public:
   using RemoteError::RemoteError;
 };
 
 /// The request took longer than `defaults::http_timeout()` on every attempt.
-class RemoteTimeoutError : public RemoteTransportError {
+class KVIKIO_EXPORT RemoteTimeoutError : public RemoteTransportError {
  public:
   using RemoteTransportError::RemoteTransportError;
 };
 
 /// The server ignored the Range header (answered 200 with the object from its start, or a
 /// Content-Range other than the one asked for).
-class RemoteRangeError : public RemoteError {
+class KVIKIO_EXPORT RemoteRangeError : public RemoteError {
  public:
   using RemoteError::RemoteError;
 };
 
 /// The body was shorter than the range asked for, on every attempt.
-class RemoteTruncatedError : public RemoteError {
+class KVIKIO_EXPORT RemoteTruncatedError : public RemoteError {
  public:
   using RemoteError::RemoteError;
 };
@@ -115,14 +116,14 @@ class RemoteTruncatedError : public RemoteError {
 /// The object changed after its size was read: a range request's `If-Match` with the ETag of
 /// the size request got 412, or a Content-Range total differs from that size. Reads never mix
 /// two versions of an object.
-class RemoteObjectChangedError : public RemoteError {
+class KVIKIO_EXPORT RemoteObjectChangedError : public RemoteError {
  public:
   using RemoteError::RemoteError;
 };
 
 /// `url` with what must never be printed removed: user:password in the authority and the
 /// values of query parameters that carry signatures, credentials or tokens. For messages.
-std::string redact_url(const std::string& url);
+KVIKIO_EXPORT std::string redact_url(const std::string& url);
 
 // ---------------------------------------------------------------------------------------------
 // Endpoints
@@ -136,7 +137,7 @@ std::string redact_url(const std::string& url);
 /// endpoint is constructed, on the constructing thread. `get_file_size` pins the endpoint to
 /// the version of the object it saw (its ETag and size): later range requests carry `If-Match`
 /// and throw RemoteObjectChangedError if the object was replaced.
-class RemoteEndpoint {
+class KVIKIO_EXPORT RemoteEndpoint {
  public:
   virtual ~RemoteEndpoint()                        = default;
   RemoteEndpoint(const RemoteEndpoint&)            = delete;
@@ -166,7 +167,7 @@ class RemoteEndpoint {
 };
 
 /// A plain HTTP or HTTPS URL. The size comes from a HEAD request's Content-Length.
-class HttpEndpoint : public RemoteEndpoint {
+class KVIKIO_EXPORT HttpEndpoint : public RemoteEndpoint {
  public:
   /// @throws std::invalid_argument if `url` is not an http:// or https:// URL.
   explicit HttpEndpoint(std::string url);
@@ -182,7 +183,7 @@ class HttpEndpoint : public RemoteEndpoint {
 /// Credentials come from the arguments, else AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
 /// AWS_SESSION_TOKEN (sent as x-amz-security-token); the region from the argument, else
 /// AWS_DEFAULT_REGION. Missing ones throw std::invalid_argument naming the variable.
-class S3Endpoint : public RemoteEndpoint {
+class KVIKIO_EXPORT S3Endpoint : public RemoteEndpoint {
  public:
   /// The URL of `object_name` in `bucket_name`. With an endpoint URL (the argument, else
   /// AWS_ENDPOINT_URL) it is path-style "<endpoint>/<bucket>/<object>" (S3-compatible
@@ -229,7 +230,7 @@ class S3Endpoint : public RemoteEndpoint {
 };
 
 /// An S3 object readable without credentials: plain unsigned requests.
-class S3PublicEndpoint : public RemoteEndpoint {
+class KVIKIO_EXPORT S3PublicEndpoint : public RemoteEndpoint {
  public:
   /// `url` is "s3://bucket/object" (turned into an https URL using AWS_DEFAULT_REGION or
   /// AWS_ENDPOINT_URL) or an http(s) URL.
@@ -242,7 +243,7 @@ class S3PublicEndpoint : public RemoteEndpoint {
 
 /// An S3 presigned URL. A presigned URL is valid for one method only, so the size comes from
 /// a one-byte GET's Content-Range rather than HEAD.
-class S3EndpointWithPresignedUrl : public RemoteEndpoint {
+class KVIKIO_EXPORT S3EndpointWithPresignedUrl : public RemoteEndpoint {
  public:
   explicit S3EndpointWithPresignedUrl(std::string presigned_url);
   void setopt(CurlHandle& curl) override;
@@ -258,7 +259,7 @@ class S3EndpointWithPresignedUrl : public RemoteEndpoint {
 /// whose path starts with /webhdfs/v1/, HTTP for other http(s) URLs. Never S3_PUBLIC (whether
 /// an object needs credentials cannot be told from its URL).
 /// @throws std::invalid_argument naming the URL when none fits (e.g. a bad scheme).
-RemoteEndpointType infer_remote_endpoint_type(const std::string& url);
+KVIKIO_EXPORT RemoteEndpointType infer_remote_endpoint_type(const std::string& url);
 
 // ---------------------------------------------------------------------------------------------
 // RemoteHandle
@@ -266,7 +267,7 @@ RemoteEndpointType infer_remote_endpoint_type(const std::string& url);
 
 /// A read-only handle on one remote object. Thread safe: several reads may run at once.
 /// Movable, not copyable. Futures from `pread` must not outlive the handle.
-class RemoteHandle {
+class KVIKIO_EXPORT RemoteHandle {
  public:
   /// Opens `url` as `remote_endpoint_type` (AUTO: inferred, trying the types of `allow_list`
   /// in order, default S3, S3_PRESIGNED_URL, WEBHDFS, HTTP). With an explicit type, it must be

@@ -7,13 +7,15 @@
 #include <string>
 #include <vector>
 
+#include <kvikio/export.hpp>
+
 namespace kvikio {
 
 /// One library: `library` is "libcuda", "libcufile" or "libcurl" (linked, always loaded);
 /// `path` what was passed to dlopen; `loaded` whether it is usable (for libcufile: loaded and
 /// its driver opened); `reason` why not ("library missing: ...", "symbol missing: ...",
 /// "driver failed to open: ...") or what was loaded.
-struct LibraryStatus {
+struct KVIKIO_EXPORT LibraryStatus {
   std::string library;
   std::string path;
   bool loaded;
@@ -22,18 +24,18 @@ struct LibraryStatus {
 
 /// The libraries' status (loading them on first call; opens the cuFile driver if it can).
 /// Thread safe; never throws for a missing library. Shown by `kvikio info`.
-std::vector<LibraryStatus> library_status();
+KVIKIO_EXPORT std::vector<LibraryStatus> library_status();
 
 /// The CUDA driver loaded, initialised and has a device.
-bool is_cuda_driver_available();
+KVIKIO_EXPORT bool is_cuda_driver_available();
 /// libcufile.so.0 and its required symbols loaded (the driver may still fail to open).
-bool is_cufile_library_available();
+KVIKIO_EXPORT bool is_cufile_library_available();
 /// libcufile loaded and cuFileDriverOpen succeeded: AUTO mode uses cuFile.
-bool is_cufile_available();
+KVIKIO_EXPORT bool is_cufile_available();
 /// cuFile's batch API / stream API are usable.
-bool is_batch_api_available();
-bool is_stream_api_available();
+KVIKIO_EXPORT bool is_batch_api_available();
+KVIKIO_EXPORT bool is_stream_api_available();
 /// cuFileGetVersion() (e.g. 1150 for 1.15), 0 when unknown or not loaded.
-int cufile_version();
+KVIKIO_EXPORT int cufile_version();
 
 }  // namespace kvikio

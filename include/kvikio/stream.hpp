@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <tuple>
 
+#include <kvikio/export.hpp>
+
 struct CUstream_st;
 // Same declaration as cuda.h's; repeating an identical typedef is valid C++.
 typedef struct CUstream_st* CUstream;  // NOLINT(modernize-use-using)
@@ -18,7 +20,7 @@ namespace kvikio {
 /// The result of a stream-ordered read/write. Keep it alive until the operation has run on
 /// its stream; check_bytes_done() waits for the stream and returns the byte count. The
 /// argument block lives in malloc'd memory, as cuFile's stream API requires. Move-only.
-class StreamFuture {
+class KVIKIO_EXPORT StreamFuture {
  public:
   StreamFuture() noexcept = default;
   StreamFuture(void* devPtr_base,
@@ -60,7 +62,7 @@ class StreamFuture {
 
 /// cuFileStreamRegister / cuFileStreamDeregister (flags as cuFile defines them). No-ops when
 /// cuFile's stream API is not usable. Throws CUfileException on failure.
-void stream_register(CUstream stream, unsigned flags);
-void stream_deregister(CUstream stream);
+KVIKIO_EXPORT void stream_register(CUstream stream, unsigned flags);
+KVIKIO_EXPORT void stream_deregister(CUstream stream);
 
 }  // namespace kvikio

@@ -12,11 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include <kvikio/export.hpp>
+
 namespace kvikio {
 
 /// A pool of worker threads running submitted jobs in FIFO order.
 /// Thread safe: any thread may submit. `resize` waits for queued jobs to finish first.
-class ThreadPool {
+class KVIKIO_EXPORT ThreadPool {
  public:
   /// Starts `num_threads` workers (at least one).
   explicit ThreadPool(unsigned int num_threads);

@@ -8,11 +8,13 @@
 #include <variant>
 #include <vector>
 
+#include <kvikio/export.hpp>
+
 namespace kvikio {
 
 /// Opens the cuFile driver for the object's life (the library also opens it on first use).
 /// Throws CUfileException with the reason when cuFile is not usable. Not copyable.
-class DriverInitializer {
+class KVIKIO_EXPORT DriverInitializer {
  public:
   DriverInitializer();
   ~DriverInitializer() noexcept;
@@ -23,7 +25,7 @@ class DriverInitializer {
 /// The driver's properties, read lazily on first access (cuFileDriverGetProperties). Sizes
 /// are in KiB as cuFile reports them. Setters change the driver and the cached value.
 /// Not thread safe: use one object per thread, or get_driver_properties() under a lock.
-class DriverProperties {
+class KVIKIO_EXPORT DriverProperties {
  public:
   DriverProperties() = default;
 
@@ -57,7 +59,7 @@ class DriverProperties {
 };
 
 /// A fresh DriverProperties (values are read from the driver on first access).
-DriverProperties get_driver_properties();
+KVIKIO_EXPORT DriverProperties get_driver_properties();
 
 /// Name-based access for bindings (Python `kvikio.cufile_driver.get/set`). Names:
 /// is_gds_available, major_version, minor_version, allow_compat_mode, per_buffer_cache_size,
@@ -66,14 +68,14 @@ DriverProperties get_driver_properties();
 namespace cufile_driver {
 using Value = std::variant<bool, std::size_t>;
 /// Every property name, in a fixed order.
-std::vector<std::string> property_names();
+KVIKIO_EXPORT std::vector<std::string> property_names();
 /// Whether `name` may be set.
-bool is_settable(const std::string& name);
+KVIKIO_EXPORT bool is_settable(const std::string& name);
 /// Throws std::invalid_argument naming an unknown property (listing the known ones),
 /// CUfileException when cuFile is not usable.
-Value get(const std::string& name);
+KVIKIO_EXPORT Value get(const std::string& name);
 /// Also throws std::invalid_argument for a read-only property or a value of the wrong type.
-void set(const std::string& name, const Value& value);
+KVIKIO_EXPORT void set(const std::string& name, const Value& value);
 }  // namespace cufile_driver
 
 }  // namespace kvikio
