@@ -45,7 +45,8 @@ class UnknownSettingError : public std::invalid_argument {
 
 class defaults {
  public:
-  /// KVIKIO_COMPAT_MODE, default AUTO. A change affects files opened afterwards.
+  /// KVIKIO_COMPAT_MODE, default AUTO: ON = POSIX IO only, OFF = cuFile only, AUTO = cuFile
+  /// where GPUDirect Storage really works, else POSIX. A change affects files opened afterwards.
   static CompatMode compat_mode();
   static void set_compat_mode(CompatMode mode);
   /// True when files opened now use POSIX IO: the mode is ON, or AUTO and GPUDirect Storage
