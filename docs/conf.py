@@ -85,4 +85,24 @@ def _run_doxygen() -> None:
         raise RuntimeError("doxygen warnings (fix the /// comments):\n" + "\n".join(warnings))
 
 
+def _undocumented_cpp() -> list[str]:
+    """Public C++ declarations without a /// comment (Doxygen with EXTRACT_ALL off)."""
+    scratch = DOXYGEN_OUT / "undocumented"
+    scratch.mkdir(parents=True, exist_ok=True)
+    config = (DOCS / "Doxyfile").read_text() + f"\nOUTPUT_DIRECTORY = {scratch}\n" \
+        f"INPUT = {ROOT / 'include' / 'kvikio'}\nSTRIP_FROM_PATH = {ROOT / 'include'}\n" \
+        "EXTRACT_ALL = NO\nWARN_IF_UNDOCUMENTED = YES\nGENERATE_XML = NO\n"
+    result = subprocess.run(["doxygen", "-"], input=config, text=True, capture_output=True)
+    return [line.replace(str(ROOT) + "/", "") for line in result.stderr.splitlines()
+            if "is not documented" in line]
+
+
 _run_doxygen()
+# Undocumented C++ members (many are setters that share their getter's comment) are listed,
+# and fail the build only with KVIKIO_DOCS_STRICT_CPP=1 until the headers are complete.
+_undocumented = _undocumented_cpp()
+if _undocumented:
+    message = f"{len(_undocumented)} public C++ declarations have no /// comment"
+    if os.environ.get("KVIKIO_DOCS_STRICT_CPP") == "1":
+        raise RuntimeError(message + ":\n" + "\n".join(_undocumented))
+    print(f"note: {message} (KVIKIO_DOCS_STRICT_CPP=1 lists them and fails)")

@@ -525,7 +525,15 @@ def check_public_names(app: Sphinx, env: Any) -> None:
         logger.warning("public names missing from the API reference: %s", ", ".join(missing))
 
 
+def require_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """A public class, function, method or property without a docstring fails the build."""
+    if what in ("class", "exception", "function", "method", "property", "module") and \
+            not any(line.strip() for line in lines):
+        logger.warning("%s %s has no docstring", what, name)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("autodoc-process-docstring", require_docstring)
     app.add_directive("kvikio-settings-table", SettingsTable)
     app.add_directive("kvikio-benchmarks", Benchmarks)
     app.connect("missing-reference", resolve_alias)
