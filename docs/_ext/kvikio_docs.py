@@ -334,6 +334,7 @@ def _plot(outdir: pathlib.Path, name: str, title: str, series: dict[str, dict[in
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for label, points in sorted(series.items()):
@@ -341,6 +342,8 @@ def _plot(outdir: pathlib.Path, name: str, title: str, series: dict[str, dict[in
         style = "--" if label.startswith("limit") else "-o"
         ax.plot(xs, [points[x] for x in xs], style, label=label)
     ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted({x for p in series.values() for x in p}))
+    ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
     ax.set_xlabel("threads")
     ax.set_ylabel("GB/s")
     ax.set_title(title, fontsize=9)
@@ -415,8 +418,9 @@ class Benchmarks(Directive):
         for _, data in runs:
             key_base = (_machine_key(data.get("machine")), data.get("memory"), data.get("size"),
                         bool(data.get("direct_io")))
-            title_base = (f"{_machine_text(data.get('machine'))[:60]}; {data.get('memory')} memory, "
-                          f"{_size(data.get('size'))}")
+            m = data.get("machine") if isinstance(data.get("machine"), dict) else {}
+            where = f"{m.get('host', '?')} ({m.get('cpu', '?')})" if m else "machine not recorded"
+            title_base = f"{where}, {data.get('memory')} memory, {_size(data.get('size'))}"
             threads = data.get("threads")
             for r in data["results"]:
                 key = key_base + (r.get("op"),)
