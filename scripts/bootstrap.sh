@@ -7,11 +7,12 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git rsync
               libgtest-dev libgmock-dev clang-format python3 python3-pip python3-venv
-              libcurl4-openssl-dev openssl nginx-light python3-dev)
+              libcurl4-openssl-dev openssl nginx-light python3-dev doxygen)
 # nvidia-cufile: cufile.h (types and prototypes only; libcufile is loaded at run time).
 # moto is pinned: its S3 signature checks differ between releases (5.2.1 refuses a SigV4
 # request for a key with parentheses that 5.2.5 accepts, as AWS does).
-PIP_PACKAGES=(nvidia-cufile "moto[server]==5.2.5" boto3)
+# docs/requirements.txt: Sphinx, Breathe, MyST-Parser, matplotlib for scripts/docs.sh.
+PIP_PACKAGES=(nvidia-cufile "moto[server]==5.2.5" boto3 -r docs/requirements.txt)
 # cuda.h: from the CUDA toolkit where there is one, else from the nvidia-cuda-runtime wheel.
 [ -f /usr/local/cuda/include/cuda.h ] || PIP_PACKAGES+=(nvidia-cuda-runtime)
 

@@ -7,6 +7,7 @@
 #   5. an installed-package consumer built with find_package(kvikio), and the exported ABI
 #   6. a build that links libstdc++ statically exports none of it (a GPU-machine crash)
 #   7. the Python package: pip install . into a fresh virtual environment, then pytest
+#   8. the documentation site (scripts/docs.sh): built with warnings as errors, examples run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -63,5 +64,9 @@ step "Python package: pip install . and pytest"
 rm -rf .venv
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q . pytest pytest-asyncio matplotlib "zarr>=3" "moto[server]==5.2.5" boto3
+.venv/bin/pip install -q . pytest pytest-asyncio matplotlib "zarr>=3" "moto[server]==5.2.5" boto3 \
+  -r docs/requirements.txt
 .venv/bin/python -m pytest python/tests -rsx -q
+
+step "documentation site: sphinx-build -W -n, then every example of the docs"
+timeout 600 ./scripts/docs.sh

@@ -4,6 +4,7 @@
 #include "bench.hpp"
 
 #include <fcntl.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <iostream>
@@ -351,6 +354,46 @@ Result run_multi_read(const Options& o,
   return r;
 }
 
+/// The first line of `path` that starts with `key`, after the key and ": " (empty if none).
+std::string proc_field(const char* path, std::string_view key)
+{
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key, 0) != 0) { continue; }
+    auto colon = line.find(':');
+    if (colon == std::string::npos) { return {}; }
+    auto value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    return value;
+  }
+  return {};
+}
+
+/// Where and when the numbers were measured, for the JSON: results are only comparable with
+/// the machine they came from (the documentation's benchmarks page shows both).
+void write_machine_and_date(bench::JsonWriter& json)
+{
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  utsname uts{};
+  uname(&uts);
+  json.key("machine")
+    .begin_object()
+    .field("host", std::string(host))
+    .field("cpu", proc_field("/proc/cpuinfo", "model name"))
+    .field("cores", std::thread::hardware_concurrency())
+    .field("memory", proc_field("/proc/meminfo", "MemTotal"))
+    .field("gpus", device_count())
+    .field("os", std::string(uts.sysname) + " " + uts.release)
+    .end_object();
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  json.field("date", std::string(date));
+}
+
 }  // namespace
 
 int run_bench(int argc, char** argv, int first)
@@ -502,9 +545,9 @@ int run_bench(int argc, char** argv, int first)
       .field("memory", o.memory)
       .field("repetitions", o.repetitions)
       .field("peak_pinned_bytes", peak_pinned)
-      .field("pinned_bound_bytes", pinned_bound)
-      .key("results")
-      .begin_array();
+      .field("pinned_bound_bytes", pinned_bound);
+    write_machine_and_date(json);
+    json.key("results").begin_array();
     for (const auto& r : results) {
       json.begin_object()
         .field("op", r.op)

@@ -46,7 +46,8 @@ class KVIKIO_EXPORT UnknownSettingError : public std::invalid_argument {
 
 class KVIKIO_EXPORT defaults {
  public:
-  /// KVIKIO_COMPAT_MODE, default AUTO. A change affects files opened afterwards.
+  /// KVIKIO_COMPAT_MODE, default AUTO: ON = POSIX IO only, OFF = cuFile only, AUTO = cuFile
+  /// where GPUDirect Storage really works, else POSIX. A change affects files opened afterwards.
   static CompatMode compat_mode();
   static void set_compat_mode(CompatMode mode);
   /// True when files opened now use POSIX IO: the mode is ON, or AUTO and GPUDirect Storage

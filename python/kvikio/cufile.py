@@ -57,6 +57,7 @@ class CuFile:
 
     @property
     def closed(self) -> bool:
+        """True once the file is closed."""
         return self._handle.closed
 
     def fileno(self) -> int:

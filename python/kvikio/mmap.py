@@ -34,9 +34,11 @@ class Mmap:
         return self._handle.file_size()
 
     def initial_map_size(self) -> int:
+        """The size in bytes of the mapped range."""
         return self._handle.initial_map_size()
 
     def initial_map_offset(self) -> int:
+        """The file offset where the mapped range starts."""
         return self._handle.initial_map_offset()
 
     def close(self) -> None:
@@ -45,6 +47,7 @@ class Mmap:
 
     @property
     def closed(self) -> bool:
+        """True once the map is closed."""
         return self._handle.closed
 
     def read(self, buf: Any, size: Optional[int] = None, offset: int = 0) -> int:

@@ -232,6 +232,7 @@ class RemoteFile:
 
     @property
     def closed(self) -> bool:
+        """True once the file is closed."""
         return self._handle.closed
 
     def __enter__(self) -> RemoteFile:

@@ -133,6 +133,9 @@ class GDSStore(LocalStore):
         return f"GDSStore('{self}')"
 
     def get_sync(self, key, *, prototype=None, byte_range=None):
+        """The value of ``key`` (the bytes of ``byte_range`` only, if given) read through
+        :class:`kvikio.CuFile` into a buffer of ``prototype``; None when the key does not exist.
+        Blocking."""
         prototype = prototype or default_buffer_prototype()
         self._ensure_open_sync()
         try:
@@ -141,6 +144,8 @@ class GDSStore(LocalStore):
             return None
 
     def set_sync(self, key: str, value: Buffer) -> None:
+        """Write ``value`` to ``key`` through :class:`kvikio.CuFile`, atomically (a temporary
+        file, then a rename). Blocking."""
         self._ensure_open_sync()
         self._check_writable()
         self._check_value(value)
@@ -152,6 +157,7 @@ class GDSStore(LocalStore):
         prototype: BufferPrototype | None = None,
         byte_range: ByteRequest | None = None,
     ) -> Buffer | None:
+        """Like :meth:`get_sync`, on a worker thread so that zarr's event loop goes on."""
         prototype = prototype or default_buffer_prototype()
         if not self._is_open:
             await self._open()
@@ -166,6 +172,8 @@ class GDSStore(LocalStore):
         prototype: BufferPrototype,
         key_ranges: Iterable[tuple[str, ByteRequest | None]],
     ) -> list[Buffer | None]:
+        """The values of several ``(key, byte_range)`` pairs, read concurrently; None for
+        each key that does not exist."""
         requests = [(key, prototype, byte_range) for key, byte_range in key_ranges]
         return await concurrent_map(requests, self.get, limit=None)
 
