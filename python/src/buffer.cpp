@@ -96,6 +96,37 @@ bool c_contiguous(const std::vector<std::int64_t>& shape,
   return true;
 }
 
+/// The first item code of a PEP 3118 format string that kvikio refuses, or 0: 'O' (PyObject
+/// pointers) always: reading would turn file bytes into object pointers (a crash), writing
+/// would store heap addresses. For reads also the pointer codes '&' and 'P', which file bytes
+/// would turn into addresses. Field names (between colons) are skipped. A null format means
+/// unsigned bytes.
+char refused_format_code(const char* format, bool writable)
+{
+  if (format == nullptr) { return 0; }
+  bool in_name = false;
+  for (const char* c = format; *c != '\0'; ++c) {
+    if (*c == ':') {
+      in_name = !in_name;
+    } else if (!in_name && (*c == 'O' || (writable && (*c == '&' || *c == 'P')))) {
+      return *c;
+    }
+  }
+  return 0;
+}
+
+[[noreturn]] void refuse_format(const std::string& type_name,
+                                const std::string& format,
+                                char code,
+                                bool writable)
+{
+  const std::string what = code == 'O' ? "Python object pointers" : "pointers";
+  throw nb::type_error(((writable ? "kvikio cannot read into a " : "kvikio cannot write a ") +
+                        type_name + " of format '" + format + "': its items are " + what +
+                        ", not plain data")
+                         .c_str());
+}
+
 }  // namespace
 
 BufferView::BufferView(BufferView&& o) noexcept { *this = std::move(o); }
@@ -153,6 +184,7 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
       value_error("the " + out.type_name() + " __cuda_array_interface__ has an unknown typestr '" +
                   typestr + "'");
     }
+    if (typestr[1] == 'O') { refuse_format(out.type_name(), typestr, 'O', writable); }
     std::vector<std::int64_t> shape;
     for (auto d : nb::cast<nb::tuple>(cai["shape"])) {
       shape.push_back(nb::cast<std::int64_t>(d));
@@ -191,6 +223,9 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
       throw nb::python_error();
     }
     out.has_view_ = true;
+    if (char code = refused_format_code(out.view_.format, writable); code != 0) {
+      refuse_format(out.type_name(), out.view_.format, code, writable);
+    }
     if (PyBuffer_IsContiguous(&out.view_, 'C') == 0) {
       value_error("the " + out.type_name() +
                   " buffer is not C-contiguous: kvikio needs contiguous memory (make a "
