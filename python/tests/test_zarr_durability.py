@@ -1,13 +1,20 @@
 """GDSStore durability (reliability audit #5 a and c): the temporary file is fsync'ed before
 the rename and the directory after it; temporary files are never listed and stale ones are
-swept."""
+swept; and a writer killed at random points leaves every chunk with its old or its new value.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 zarr = pytest.importorskip("zarr", minversion="3")
@@ -137,3 +144,101 @@ def test_temporary_file_names_are_hidden_by_pattern_not_by_dot():
     assert not kz._is_partial(".zarray")
     assert not kz._is_partial(f"0.{'0' * 32}.partial")  # no leading dot: a key
     assert not kz._is_partial(f".0.{'0' * 31}.partial")
+
+
+# -- crash consistency: SIGKILL at random points ---------------------------------------------
+
+CHUNK = 64 * 1024  # uint32 items per chunk (256 KiB)
+NCHUNKS = 6
+
+
+def _values(chunk: int, generation: int) -> np.ndarray:
+    """Chunk `chunk`'s contents in `generation` (0 or 1): distinct for every pair."""
+    i = np.arange(CHUNK, dtype=np.uint64)
+    v = i * 2654435761 + chunk * 1000003 + generation * 0x9E3779B9 + 1
+    return (v % (1 << 32)).astype(np.uint32)
+
+
+async def _all_keys(store: GDSStore) -> list[str]:
+    await store._open()
+    return [k async for k in store.list()]
+
+
+WRITER = textwrap.dedent(
+    f"""
+    import sys
+    import numpy as np
+    import zarr
+    from kvikio.zarr import GDSStore
+    sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+    from test_zarr_durability import CHUNK, NCHUNKS, _values
+
+    arr = zarr.open_array(GDSStore(sys.argv[1]), mode="r+")
+    values = [[_values(c, g) for c in range(NCHUNKS)] for g in (0, 1)]
+    print("ready", flush=True)
+    g = 1
+    while True:
+        for c in range(NCHUNKS):
+            arr[c * CHUNK : (c + 1) * CHUNK] = values[g][c]
+        g ^= 1
+    """
+)
+
+
+def test_killed_writer_leaves_old_or_new_chunks(tmp_path):
+    """Issue 12: SIGKILL a writer at seeded random points; every chunk then holds its old
+    or its new value exactly, the store opens, and no temporary file is listed."""
+    root = tmp_path / "store"
+    arr = zarr.create_array(
+        GDSStore(root),
+        shape=(NCHUNKS * CHUNK,),
+        chunks=(CHUNK,),
+        dtype="uint32",
+        compressors=None,
+        fill_value=0,  # a missing chunk would read as zeros: neither old nor new
+    )
+    arr[:] = np.concatenate([_values(c, 0) for c in range(NCHUNKS)])
+    expected = [(_values(c, 0), _values(c, 1)) for c in range(NCHUNKS)]
+
+    rng = np.random.default_rng(1212)
+    generations_seen = set()
+    partials_seen = 0
+    deadline = time.monotonic() + 12
+    iterations = 0
+    while iterations < 3 or (iterations < 5 and time.monotonic() < deadline):
+        iterations += 1
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(root)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            line = proc.stdout.readline()
+            assert line.strip() == "ready", proc.stderr.read()
+            time.sleep(float(rng.uniform(0.02, 0.5)))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+            proc.stdout.close()
+            proc.stderr.close()
+        assert proc.returncode == -signal.SIGKILL, "the writer must still be running when killed"
+
+        partials_seen += sum(1 for p in root.rglob("*") if kz._is_partial(p.name))
+        store = GDSStore(root, read_only=True)
+        listed = asyncio.run(_all_keys(store))
+        assert not [k for k in listed if kz._is_partial(k.rsplit("/", 1)[-1])]
+        assert sorted(listed) == sorted(["zarr.json"] + [f"c/{c}" for c in range(NCHUNKS)])
+
+        data = zarr.open_array(store, mode="r")[:]
+        for c, (old, new) in enumerate(expected):
+            got = data[c * CHUNK : (c + 1) * CHUNK]
+            if np.array_equal(got, old):
+                generations_seen.add(0)
+            elif np.array_equal(got, new):
+                generations_seen.add(1)
+            else:
+                pytest.fail(f"iteration {iterations}: chunk {c} holds neither its old nor its new value")
+    assert iterations >= 3
+    assert 1 in generations_seen, "the writer never got a chunk written: the kills came too early"
+    print(f"{iterations} kills, {partials_seen} temporary files left behind (hidden)")
