@@ -60,6 +60,14 @@ class KVIKIO_EXPORT StreamFuture {
   bool synced_{false};
 };
 
+/// Blocks until the work queued on `stream` so far has finished (cuStreamSynchronize), for
+/// consumers that receive a producer's stream (the CUDA Array Interface's "stream"). `stream`
+/// may also be CU_STREAM_LEGACY (0x1) or CU_STREAM_PER_THREAD (0x2), which name a stream of the
+/// current context: when `device_ptr` is CUDA memory its context is made current for the call.
+/// Releases nothing and queues nothing; thread safe. Throws CudaDriverError naming the stream
+/// when the driver is missing or the call fails.
+void stream_synchronize(CUstream stream, const void* device_ptr = nullptr);
+
 /// cuFileStreamRegister / cuFileStreamDeregister (flags as cuFile defines them). No-ops when
 /// cuFile's stream API is not usable. Throws CUfileException on failure.
 KVIKIO_EXPORT void stream_register(CUstream stream, unsigned flags);

@@ -28,12 +28,15 @@ def fromfile(
     """Read binary data of ``dtype`` from ``file`` (like ``numpy.fromfile``).
 
     ``count=-1`` reads to the end of the file; ``offset`` is in bytes. Only binary files
-    (``sep=""``) are supported."""
+    (``sep=""``) are supported. Object dtypes raise ``ValueError``, as in NumPy."""
     if sep != "":
         raise ValueError(f"kvikio.numpy.fromfile reads binary files only (sep must be '', got {sep!r})")
     if offset < 0:
         raise OverflowError(f"offset must not be negative, got {offset}")
     dtype = np.dtype(dtype)
+    if dtype.hasobject:
+        # Object items are PyObject pointers: file bytes in them would crash the interpreter.
+        raise ValueError("Cannot read into object array")
     with CuFile(file, "r") as f:
         if count < 0:
             available = f.nbytes() - offset
@@ -53,5 +56,12 @@ def tofile(ndarray: Any, file: "str | os.PathLike[str]", sep: str = "", format: 
     binary only."""
     if sep != "":
         raise ValueError(f"kvikio.numpy.tofile writes binary files only (sep must be '', got {sep!r})")
+    dtype = getattr(ndarray, "dtype", None)
+    if getattr(dtype, "hasobject", False):
+        # Refused before "w" truncates the file; CuFile.write refuses such buffers as well.
+        raise TypeError(
+            f"kvikio.numpy.tofile cannot write object arrays (dtype {dtype}): "
+            "their items are Python object pointers, not data"
+        )
     with CuFile(file, "w") as f:
         f.write(ndarray)

@@ -5,12 +5,22 @@
 with pinned bounce buffers otherwise. With ``zarr.config.enable_gpu()`` values are read
 straight into GPU memory and chunks come back as CuPy arrays; without it they land in host
 memory. Listing, deleting, existence checks and read-only mode are LocalStore's own.
+
+Durability: a value is written to a temporary file ``.<name>.<uuid hex>.partial`` next to
+its key, the file is fsync'ed, renamed over the key, and the directory is fsync'ed, so after
+a crash (process, kernel or power) every key holds either its old or its new value in full.
+Temporary files are never listed. A temporary file left behind by a killed writer is removed
+by the listing that meets it (``list``, ``list_prefix``, ``list_dir`` of a writable store)
+once it is older than ``GDSStore.stale_partial_seconds`` (an hour: a younger one may belong
+to a writer still running), or by :meth:`GDSStore.sweep_partials`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -98,20 +108,72 @@ def _read(path: Path, prototype: BufferPrototype, byte_range: ByteRequest | None
     return prototype.buffer.from_array_like(out)
 
 
+# A temporary file: a leading dot, the key's name, 32 hex digits of a uuid4 and ".partial".
+# No zarr key looks like this (zarr v2's metadata keys start with a dot, hence the uuid).
+_PARTIAL_NAME = re.compile(r"\..+\.[0-9a-f]{32}\.partial")
+
+
+def _is_partial(name: str) -> bool:
+    return _PARTIAL_NAME.fullmatch(name) is not None
+
+
+def _partial_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+
+
+def _fsync_file(f: kvikio.CuFile) -> None:
+    """Flushes the file's data and size to the device (CuFile.fsync where the library has it;
+    fsync(2) of any descriptor of the file does the same)."""
+    sync = getattr(f, "fsync", None)
+    if sync is not None:
+        sync()
+    else:
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Makes the directory's entries (a rename, a new file or subdirectory) durable."""
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_parents(directory: Path) -> None:
+    """mkdir -p, and fsync the parent of every directory it created, so that the entries
+    leading to a new key survive a crash too."""
+    missing = []
+    d = directory
+    while not d.is_dir():
+        missing.append(d)
+        if d.parent == d:
+            break
+        d = d.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    for created in reversed(missing):
+        _fsync_dir(created.parent)
+
+
 def _write(path: Path, value: Buffer, exclusive: bool = False) -> int:
-    """Writes to a temporary file and moves it into place, so a failure never leaves a
-    half-written value behind; with ``exclusive`` an existing value raises FileExistsError."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Writes to a temporary file, syncs it, moves it into place and syncs the directory, so
+    that neither a failure nor a crash leaves a half-written value behind; with
+    ``exclusive`` an existing value raises FileExistsError."""
+    _make_parents(path.parent)
     data = value.as_array_like()
-    partial = path.with_name(f"{path.name}.{uuid.uuid4().hex}.partial")
+    partial = _partial_path(path)
     try:
         with kvikio.CuFile(partial, "w") as f:
             written = f.write(data)
+            # The data must be on the device before the rename can be: otherwise a crash can
+            # leave the new name pointing at an empty or partial file.
+            _fsync_file(f)
         if exclusive:
             os.link(partial, path)  # raises FileExistsError without touching the old value
             partial.unlink()
         else:
             os.replace(partial, path)
+        _fsync_dir(path.parent)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
@@ -127,7 +189,14 @@ class GDSStore(LocalStore):
         Directory of the store.
     read_only
         Refuse writes and deletes.
+
+    Temporary files of writes in progress (``.<name>.<uuid>.partial``) are never listed;
+    listings of a writable store remove those older than ``stale_partial_seconds``.
     """
+
+    #: Age (seconds since the last write) after which a temporary file is taken for the
+    #: leftover of a killed writer and removed.
+    stale_partial_seconds: float = 3600.0
 
     def __repr__(self) -> str:
         return f"GDSStore('{self}')"
@@ -183,6 +252,56 @@ class GDSStore(LocalStore):
         self._check_writable()
         self._check_value(value)
         await asyncio.to_thread(_write, self.root / key, value, exclusive)
+
+    # -- listing: temporary files are not keys ---------------------------------------------
+    def _skip(self, path: Path) -> bool:
+        """True for a temporary file (removed on the way when stale and the store writable)."""
+        if not _is_partial(path.name):
+            return False
+        if not self.read_only:
+            self._remove_if_stale(path, time.time() - self.stale_partial_seconds)
+        return True
+
+    @staticmethod
+    def _remove_if_stale(path: Path, cutoff: float) -> bool:
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                return True
+        except FileNotFoundError:
+            pass  # renamed or removed meanwhile
+        return False
+
+    def sweep_partials(self, max_age: float | None = None) -> list[str]:
+        """Removes the temporary files of the whole store older than ``max_age`` seconds
+        (default ``stale_partial_seconds``; 0 removes all: only when no writer is running)
+        and returns their paths relative to the root. Walks every directory."""
+        self._check_writable()
+        cutoff = time.time() - (self.stale_partial_seconds if max_age is None else max_age)
+        removed = []
+        for dirpath, _, filenames in os.walk(self.root):
+            for name in filenames:
+                if _is_partial(name):
+                    path = Path(dirpath) / name
+                    if self._remove_if_stale(path, cutoff):
+                        removed.append(path.relative_to(self.root).as_posix())
+        return sorted(removed)
+
+    async def list(self):
+        async for key in super().list():
+            if not self._skip(self.root / key):
+                yield key
+
+    async def list_prefix(self, prefix: str):
+        async for key in super().list_prefix(prefix):
+            if not self._skip(self.root / key):
+                yield key
+
+    async def list_dir(self, prefix: str):
+        base = self.root / prefix
+        async for key in super().list_dir(prefix):
+            if not self._skip(base / key):
+                yield key
 
     @staticmethod
     def _check_value(value: object) -> None:

@@ -26,16 +26,16 @@ std::size_t to_size(nb::handle value, const char* what)
   int overflow = 0;
   long long v  = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
   if (v == -1 && PyErr_Occurred() != nullptr) { throw nb::python_error(); }
+  // The overflow flag comes first: on overflow v is -1, so testing the sign first would call
+  // 2**63 negative. Values above 2**63-1 are refused outright: no file offset (off_t) or IO
+  // size (ssize_t) can be that large, and 2**64-1 would otherwise alias the C++
+  // unspecified_offset sentinel ("write at the current position").
+  if (overflow > 0) {
+    throw std::overflow_error(std::string(what) + " " + repr_of(value) +
+                              " is too large (at most 2**63-1)");
+  }
   if (overflow < 0 || v < 0) {
     throw std::overflow_error(std::string(what) + " must not be negative, got " + repr_of(value));
-  }
-  if (overflow > 0) {
-    unsigned long long u = PyLong_AsUnsignedLongLong(index.ptr());
-    if (PyErr_Occurred() != nullptr) {
-      PyErr_Clear();
-      throw std::overflow_error(std::string(what) + " " + repr_of(value) + " is too large");
-    }
-    return static_cast<std::size_t>(u);
   }
   return static_cast<std::size_t>(v);
 }

@@ -1,6 +1,7 @@
 #include "buffer.hpp"
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/buffer.hpp>
+#include <kvikio/stream.hpp>
 
 #include "bindings.hpp"
 
@@ -96,6 +98,67 @@ bool c_contiguous(const std::vector<std::int64_t>& shape,
   return true;
 }
 
+/// The first item code of a PEP 3118 format string that kvikio refuses, or 0: 'O' (PyObject
+/// pointers) always: reading would turn file bytes into object pointers (a crash), writing
+/// would store heap addresses. For reads also the pointer codes '&' and 'P', which file bytes
+/// would turn into addresses. Field names (between colons) are skipped. A null format means
+/// unsigned bytes.
+char refused_format_code(const char* format, bool writable)
+{
+  if (format == nullptr) { return 0; }
+  bool in_name = false;
+  for (const char* c = format; *c != '\0'; ++c) {
+    if (*c == ':') {
+      in_name = !in_name;
+    } else if (!in_name && (*c == 'O' || (writable && (*c == '&' || *c == 'P')))) {
+      return *c;
+    }
+  }
+  return 0;
+}
+
+[[noreturn]] void refuse_format(const std::string& type_name,
+                                const std::string& format,
+                                char code,
+                                bool writable)
+{
+  const std::string what = code == 'O' ? "Python object pointers" : "pointers";
+  throw nb::type_error(((writable ? "kvikio cannot read into a " : "kvikio cannot write a ") +
+                        type_name + " of format '" + format + "': its items are " + what +
+                        ", not plain data")
+                         .c_str());
+}
+
+/// The CUDA Array Interface's optional "stream" (v3): the producer's stream that the consumer
+/// must synchronise before touching the memory. None or absent: nothing to wait for. 0 is
+/// disallowed by the specification (it is ambiguous); 1 and 2 are the legacy and per-thread
+/// default streams, anything else a CUstream handle.
+std::optional<std::uintptr_t> cai_stream(const nb::dict& cai, const std::string& type_name)
+{
+  if (!cai.contains("stream")) { return std::nullopt; }
+  nb::object stream = cai["stream"];
+  if (stream.is_none()) { return std::nullopt; }
+  if (PyLong_Check(stream.ptr()) == 0 || PyBool_Check(stream.ptr()) != 0) {
+    throw nb::type_error(("the " + type_name +
+                          " __cuda_array_interface__ stream must be an integer or None, got " +
+                          nb::cast<std::string>(nb::repr(stream)))
+                           .c_str());
+  }
+  const unsigned long long v = PyLong_AsUnsignedLongLong(stream.ptr());
+  if (PyErr_Occurred() != nullptr) {
+    PyErr_Clear();
+    value_error("the " + type_name + " __cuda_array_interface__ stream " +
+                nb::cast<std::string>(nb::repr(stream)) + " is not a CUDA stream handle");
+  }
+  if (v == 0) {
+    value_error("the " + type_name +
+                " __cuda_array_interface__ stream is 0, which the CUDA Array Interface "
+                "disallows (None: no synchronisation, 1: legacy default stream, 2: per-thread "
+                "default stream)");
+  }
+  return static_cast<std::uintptr_t>(v);
+}
+
 }  // namespace
 
 BufferView::BufferView(BufferView&& o) noexcept { *this = std::move(o); }
@@ -153,6 +216,7 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
       value_error("the " + out.type_name() + " __cuda_array_interface__ has an unknown typestr '" +
                   typestr + "'");
     }
+    if (typestr[1] == 'O') { refuse_format(out.type_name(), typestr, 'O', writable); }
     std::vector<std::int64_t> shape;
     for (auto d : nb::cast<nb::tuple>(cai["shape"])) {
       shape.push_back(nb::cast<std::int64_t>(d));
@@ -182,6 +246,12 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
     if (writable && out.readonly_) {
       value_error("cannot read into a read-only " + out.type_name() + " array");
     }
+    // CAI v3: a producer that still has work queued on `stream` hands it over; wait for it,
+    // since the IO runs on kvikio's own streams (ordered only after the legacy default one).
+    if (auto stream = cai_stream(cai, out.type_name())) {
+      nb::gil_scoped_release release;
+      kvikio::stream_synchronize(reinterpret_cast<CUstream>(*stream), out.ptr_);
+    }
     return out;
   }
 
@@ -191,6 +261,9 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
       throw nb::python_error();
     }
     out.has_view_ = true;
+    if (char code = refused_format_code(out.view_.format, writable); code != 0) {
+      refuse_format(out.type_name(), out.view_.format, code, writable);
+    }
     if (PyBuffer_IsContiguous(&out.view_, 'C') == 0) {
       value_error("the " + out.type_name() +
                   " buffer is not C-contiguous: kvikio needs contiguous memory (make a "
@@ -209,13 +282,29 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
   // 3. DLPack (PyTorch CPU tensors, JAX, ...). Ask for a versioned tensor (it carries a
   // read-only flag); producers that predate DLPack 1.0 reject max_version.
   if (nb::hasattr(obj, "__dlpack__")) {
+    // For CUDA memory pass stream=1: the producer then orders its pending work before the
+    // legacy default stream, which kvikio's IO waits for (its streams are blocking ones, and
+    // cuFile IO follows a cuStreamSynchronize of it). Without stream= a producer may not
+    // synchronise at all (PyTorch does not).
+    bool cuda_stream = false;
+    if (nb::hasattr(obj, "__dlpack_device__")) {
+      nb::tuple device       = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
+      const auto device_type = nb::cast<std::int32_t>(device[0]);
+      cuda_stream            = device_type == kDLCUDA || device_type == kDLCUDAManaged;
+    }
+    auto call_dlpack = [&](bool with_max_version) {
+      nb::dict kwargs;
+      if (with_max_version) { kwargs["max_version"] = nb::make_tuple(1, 0); }
+      if (cuda_stream) { kwargs["stream"] = 1; }
+      return obj.attr("__dlpack__")(**kwargs);
+    };
     nb::object capsule;
     bool versioned = true;
     try {
-      capsule = obj.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0));
+      capsule = call_dlpack(true);
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_TypeError)) { throw; }
-      capsule   = obj.attr("__dlpack__")();
+      capsule   = call_dlpack(false);
       versioned = false;
     }
     DLTensor* t = nullptr;

@@ -142,3 +142,102 @@ def test_torch_cpu_tensor_through_dlpack(tmp_path, random_bytes):
         assert f.read(t) == data.nbytes
     np.testing.assert_array_equal(t.numpy(), data)
 
+
+
+# -- reliability audit #9: the producer's stream (CAI "stream", DLPack stream=) ------------
+
+_SLOW_FILL = r"""
+extern "C" __global__ void slow_fill(unsigned int* a, unsigned long long n, unsigned int seed,
+                                     long long spin)
+{
+  long long start = clock64();
+  while (clock64() - start < spin) { }
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    a[i] = (unsigned int)(i * 2654435761ull) ^ seed;
+  }
+}
+"""
+
+
+def _expected_fill(n: int, seed: int) -> np.ndarray:
+    i = np.arange(n, dtype=np.uint64)
+    return ((i * 2654435761) % (1 << 32)).astype(np.uint32) ^ np.uint32(seed)
+
+
+def _slow_fill_on(cupy, stream, a, seed: int) -> None:
+    """Queues on `stream` a kernel that spins for ~0.3 s, then fills `a` from `seed`."""
+    kernel = cupy.RawKernel(_SLOW_FILL, "slow_fill")
+    with stream:
+        kernel((64,), (256,), (a, cupy.uint64(a.size), cupy.uint32(seed), cupy.int64(600_000_000)))
+
+
+@pytest.mark.parametrize("num_threads", [1, 4])
+def test_cupy_cai_stream_is_waited_for_before_write(cupy, tmp_path, num_threads):
+    """Regression #9: a kernel still filling the array on a non-blocking stream must finish
+    before kvikio copies the array out; the file holds the final values."""
+    n = 1 << 22
+    a = cupy.zeros(n, dtype=cupy.uint32)
+    cupy.cuda.Device().synchronize()
+    stream = cupy.cuda.Stream(non_blocking=True)
+    _slow_fill_on(cupy, stream, a, 0xA5A5A5A5)
+    path = tmp_path / "w.bin"
+    with kvikio.defaults.set({"num_threads": num_threads, "task_size": 1 << 20}):
+        with stream:
+            assert a.__cuda_array_interface__["stream"] == stream.ptr
+            assert not stream.done, "the kernel must still be running for the test to mean anything"
+            with kvikio.CuFile(path, "w") as f:
+                assert f.write(a) == a.nbytes
+    np.testing.assert_array_equal(np.fromfile(path, dtype=np.uint32), _expected_fill(n, 0xA5A5A5A5))
+
+
+def test_cupy_cai_stream_is_waited_for_before_read(cupy, tmp_path, random_bytes):
+    """A kernel still writing the array on its stream must not overwrite what kvikio reads."""
+    n = 1 << 20
+    data = np.frombuffer(random_bytes(4 * n).tobytes(), dtype=np.uint32)
+    path = tmp_path / "r.bin"
+    path.write_bytes(data.tobytes())
+    a = cupy.zeros(n, dtype=cupy.uint32)
+    cupy.cuda.Device().synchronize()
+    stream = cupy.cuda.Stream(non_blocking=True)
+    _slow_fill_on(cupy, stream, a, 0x5A5A5A5A)
+    with stream:
+        assert not stream.done
+        with kvikio.CuFile(path, "r") as f:
+            assert f.read(a) == a.nbytes
+    cupy.cuda.Device().synchronize()
+    np.testing.assert_array_equal(a.get(), data)
+
+
+class _DLPackOnly:
+    """Exposes a CuPy array through DLPack only (as JAX and others do), recording the
+    arguments of __dlpack__."""
+
+    def __init__(self, a):
+        self.a = a
+        self.kwargs = None
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        self.kwargs = kwargs
+        return self.a.__dlpack__(**kwargs)
+
+
+def test_dlpack_cuda_tensor_is_asked_for_the_legacy_stream(cupy, tmp_path):
+    """Regression #9: __dlpack__ gets stream=1, so the producer orders its pending work
+    before the legacy default stream that kvikio's IO follows."""
+    n = 1 << 22
+    a = cupy.zeros(n, dtype=cupy.uint32)
+    cupy.cuda.Device().synchronize()
+    stream = cupy.cuda.Stream(non_blocking=True)
+    _slow_fill_on(cupy, stream, a, 0x3C3C3C3C)
+    wrapped = _DLPackOnly(a)
+    path = tmp_path / "d.bin"
+    with stream:
+        assert not stream.done
+        with kvikio.CuFile(path, "w") as f:
+            assert f.write(wrapped) == a.nbytes
+    assert wrapped.kwargs["stream"] == 1
+    np.testing.assert_array_equal(np.fromfile(path, dtype=np.uint32), _expected_fill(n, 0x3C3C3C3C))

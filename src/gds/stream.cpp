@@ -3,6 +3,7 @@
 #include <kvikio/error.hpp>
 #include <kvikio/stream.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -76,6 +77,20 @@ std::tuple<void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream> StreamFuture
           &args_->devPtr_offset,
           &args_->bytes_done,
           stream_};
+}
+
+void stream_synchronize(CUstream stream, const void* device_ptr)
+{
+  const auto* api = detail::cuda_api_or_throw("cuStreamSynchronize");
+  // The legacy and per-thread default streams are resolved in the current context: make the
+  // memory's owner current, as the producer's stream lives there.
+  CUcontext ctx = device_ptr == nullptr ? nullptr : detail::get_pointer_info(device_ptr).context;
+  detail::ContextGuard guard(ctx);
+  char name[32];
+  std::snprintf(name, sizeof(name), "%p", static_cast<void*>(stream));
+  detail::cuda_check(api->StreamSynchronize(stream),
+                     "cuStreamSynchronize",
+                     std::string("waiting for the producer's stream ") + name);
 }
 
 std::size_t StreamFuture::check_bytes_done()
