@@ -66,7 +66,7 @@ class KVIKIO_EXPORT StreamFuture {
 /// current context: when `device_ptr` is CUDA memory its context is made current for the call.
 /// Releases nothing and queues nothing; thread safe. Throws CudaDriverError naming the stream
 /// when the driver is missing or the call fails.
-void stream_synchronize(CUstream stream, const void* device_ptr = nullptr);
+KVIKIO_EXPORT void stream_synchronize(CUstream stream, const void* device_ptr = nullptr);
 
 /// cuFileStreamRegister / cuFileStreamDeregister (flags as cuFile defines them). No-ops when
 /// cuFile's stream API is not usable. Throws CUfileException on failure.

@@ -248,7 +248,10 @@ BufferView BufferView::from_object(nb::handle obj, bool writable)
     }
     // CAI v3: a producer that still has work queued on `stream` hands it over; wait for it,
     // since the IO runs on kvikio's own streams (ordered only after the legacy default one).
-    if (auto stream = cai_stream(cai, out.type_name())) {
+    // Stream 1, the legacy default stream, needs no wait: kvikio's streams are blocking
+    // ones, which CUDA orders after it, and cuFile calls synchronise it first. Skipping it
+    // spares every CuPy array on the default stream a synchronisation per call.
+    if (auto stream = cai_stream(cai, out.type_name()); stream && *stream != 1) {
       nb::gil_scoped_release release;
       kvikio::stream_synchronize(reinterpret_cast<CUstream>(*stream), out.ptr_);
     }

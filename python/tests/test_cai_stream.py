@@ -57,7 +57,7 @@ def _standin_cuda() -> str | None:
 
 
 @pytest.mark.skipif(_standin_cuda() is None, reason="stand-in CUDA library not built (build/tests)")
-@pytest.mark.parametrize("stream", [1, 2, 0xDEAD00])
+@pytest.mark.parametrize("stream", [2, 0xDEAD00])
 def test_cuda_array_interface_stream_is_synchronised_before_io(tmp_path, stream):
     """With the stand-in driver: a failing cuStreamSynchronize of the producer's stream shows
     that kvikio waits for that stream, before any IO (the file stays untouched)."""
@@ -87,6 +87,31 @@ def test_cuda_array_interface_stream_is_synchronised_before_io(tmp_path, stream)
     assert "cuStreamSynchronize failed: CUDA_ERROR_INVALID_HANDLE" in r.stdout, r.stdout
     assert f"producer's stream {hex(stream)}" in r.stdout, r.stdout
     assert path.read_bytes() == b"wxyz"  # the second write never ran
+
+
+@pytest.mark.skipif(_standin_cuda() is None, reason="stand-in CUDA library not built (build/tests)")
+def test_legacy_default_stream_needs_no_synchronisation(tmp_path):
+    """Stream 1 (CuPy's default) is not synchronised: kvikio's streams are blocking ones,
+    ordered after it by CUDA. A failing cuStreamSynchronize does not stop the write."""
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"abcd")
+    code = textwrap.dedent(
+        f"""
+        import ctypes, sys
+        import numpy as np
+        import kvikio
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from test_object_arrays import FakeCuda
+        with kvikio.CuFile({str(path)!r}, "r+") as f:
+            standin = ctypes.CDLL({_standin_cuda()!r})
+            standin.kvikio_standin_fail(b"cuStreamSynchronize", 1, 400)
+            f.write(FakeCuda(np.frombuffer(bytearray(b"1234"), dtype=np.uint8), stream=1))
+        """
+    )
+    env = dict(os.environ, KVIKIO_LIBCUDA_PATH=_standin_cuda())
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert path.read_bytes() == b"1234"
 
 
 class FakeDLPack:
