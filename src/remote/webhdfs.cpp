@@ -6,6 +6,7 @@
 #include <kvikio/hdfs.hpp>
 
 #include "remote/curl_handle.hpp"
+#include "remote/response_parse.hpp"
 #include "remote/transfer.hpp"
 #include "remote/url.hpp"
 
@@ -148,25 +149,7 @@ std::size_t WebHdfsEndpoint::get_file_size()
   auto r                 = detail::fetch_meta(*this, detail::MetaKind::get, [&](CurlHandle& curl) {
     curl.setopt(CURLOPT_URL, status_url.c_str());
   });
-  // {"FileStatus":{..., "length":1234, ...}}: a flat search is enough for this one field.
-  auto key = r.body.find("\"length\"");
-  if (key != std::string::npos) {
-    auto colon = r.body.find(':', key);
-    if (colon != std::string::npos) {
-      auto pos = colon + 1;
-      while (pos < r.body.size() && std::isspace(static_cast<unsigned char>(r.body[pos]))) {
-        ++pos;
-      }
-      std::size_t n = 0;
-      bool digits   = false;
-      while (pos < r.body.size() && std::isdigit(static_cast<unsigned char>(r.body[pos]))) {
-        n      = n * 10 + static_cast<std::size_t>(r.body[pos] - '0');
-        digits = true;
-        ++pos;
-      }
-      if (digits) { return n; }
-    }
-  }
+  if (auto length = detail::webhdfs_file_length(r.body)) { return *length; }
   auto shown = redact_url(url_);
   throw RemoteError("kvikio: GETFILESTATUS of " + shown + " (HTTP status " +
                       std::to_string(r.status) + ") has no FileStatus length",
