@@ -7,6 +7,7 @@
 #   5. an installed-package consumer built with find_package(kvikio)
 #   6. a build that links libstdc++ statically exports none of it (a GPU-machine crash)
 #   7. the Python package: pip install . into a fresh virtual environment, then pytest
+#   8. the libFuzzer targets, 30 s each (scripts/fuzz.sh; FUZZ_SECONDS overrides)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -57,3 +58,6 @@ python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q . pytest pytest-asyncio matplotlib "zarr>=3" "moto[server]==5.2.5" boto3
 .venv/bin/python -m pytest python/tests -rsx -q
+
+step "fuzzing: URL, S3/WebHDFS, response, settings and open-mode parsers"
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh
