@@ -75,7 +75,8 @@ void check_stays_under_prefix(const std::string& url, const std::string& ctx)
   KVIKIO_FUZZ_CHECK(users <= 1, ctx + ": url " + show(url));
 }
 
-void check_from_url(const std::string& url)
+// `secret_placed`: the URL holds the secret only where credentials go (userinfo, delegation).
+void check_from_url(const std::string& url, bool secret_placed)
 {
   const auto ctx = "WebHdfsEndpoint(" + show(url) + ")";
   try {
@@ -86,13 +87,13 @@ void check_from_url(const std::string& url)
     KVIKIO_FUZZ_CHECK(
       in && out->host == in->host && out->port == in->port && out->scheme == in->scheme,
       ctx + ": url() " + show(ep.url()) + " names another server");
-    if (url.find(secret) != std::string::npos) {
+    if (secret_placed) {
       KVIKIO_FUZZ_CHECK(ep.str().find(secret) == std::string::npos, ctx + ": " + ep.str());
     }
   } catch (const std::invalid_argument& e) {
-    KVIKIO_FUZZ_CHECK(url.find(secret) == std::string::npos ||
-                        std::string_view(e.what()).find(secret) == std::string_view::npos,
-                      ctx + ": message " + show(e.what()));
+    KVIKIO_FUZZ_CHECK(
+      !secret_placed || std::string_view(e.what()).find(secret) == std::string_view::npos,
+      ctx + ": message " + show(e.what()));
   } catch (const std::exception& e) {
     KVIKIO_FUZZ_CHECK(false, ctx + ": threw " + typeid(e).name() + ": " + e.what());
   }
@@ -137,7 +138,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string all(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (choice % 3) {
     case 0:
-      check_from_url(all);
+      check_from_url(all, false);
       break;
     case 1: {
       auto f = kvikio::fuzz::fields(data + 1, size - 1, 4);
@@ -148,8 +149,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       // A delegation token and a password in the URL: kept out of str() and messages.
       if (all.find(secret) != std::string::npos) { break; }
       auto f = kvikio::fuzz::fields(data + 1, size - 1, 2);
+      // The host ends the authority, the path ends before our '?': else the token would be
+      // in some other parameter's value (still redacted where the name says so, but not ours).
+      if (f[0].find_first_of("/?#@") != std::string::npos ||
+          f[1].find_first_of("?#") != std::string::npos) {
+        break;
+      }
       check_from_url("http://hdfs:" + std::string(secret) + "@" + f[0] + "/webhdfs/v1/" + f[1] +
-                     "?delegation=" + std::string(secret));
+                       "?delegation=" + std::string(secret),
+                     true);
       break;
     }
   }
