@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
+#include <charconv>
 #include <cstddef>
+#include <limits>
 
 #include "remote/url.hpp"
 
@@ -23,21 +24,61 @@ std::string_view trim(std::string_view s)
   return s;
 }
 
+// A run of digits at the front of `s` as a non-negative long long (removed from `s`), or
+// nullopt when there are no digits or the number does not fit.
+std::optional<long long> take_number(std::string_view& s)
+{
+  std::size_t n = 0;
+  while (n < s.size() && s[n] >= '0' && s[n] <= '9') {
+    ++n;
+  }
+  if (n == 0) { return std::nullopt; }
+  long long v    = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + n, v);
+  if (ec != std::errc{} || end != s.data() + n) { return std::nullopt; }
+  s.remove_prefix(n);
+  return v;
+}
+
+bool take(std::string_view& s, char c)
+{
+  if (s.empty() || s.front() != c) { return false; }
+  s.remove_prefix(1);
+  return true;
+}
+
 }  // namespace
 
 std::optional<ContentRange> parse_content_range(std::string_view value)
 {
-  // "bytes a-b/total" or "bytes */total"
-  std::string v(value);
-  long long a = 0, b = 0, total = 0;
-  char star = 0;
-  if (std::sscanf(v.c_str(), " bytes %lld-%lld/%lld", &a, &b, &total) == 3) {
-    return ContentRange{a, b, total};
+  auto s = trim(value);
+  // The unit is case-insensitive (RFC 9110 §14.1), followed by one space (lenient: more).
+  constexpr std::string_view unit = "bytes";
+  if (s.size() < unit.size() || lower(std::string(s.substr(0, unit.size()))) != unit) {
+    return std::nullopt;
   }
-  if (std::sscanf(v.c_str(), " bytes %c/%lld", &star, &total) == 2 && star == '*') {
-    return ContentRange{std::nullopt, std::nullopt, total};
+  s.remove_prefix(unit.size());
+  if (s.empty() || !is_space(s.front())) { return std::nullopt; }
+  while (!s.empty() && is_space(s.front())) {
+    s.remove_prefix(1);
   }
-  return std::nullopt;
+  ContentRange r;
+  if (!take(s, '*')) {
+    r.first = take_number(s);
+    if (!r.first || !take(s, '-')) { return std::nullopt; }
+    r.last = take_number(s);
+    if (!r.last || *r.first > *r.last) { return std::nullopt; }
+  }
+  if (!take(s, '/')) { return std::nullopt; }
+  if (r.first && take(s, '*')) {
+    // "bytes first-last/*": the complete length is unknown.
+  } else {
+    r.total = take_number(s);
+    if (!r.total) { return std::nullopt; }
+  }
+  if (!s.empty()) { return std::nullopt; }
+  if (r.last && r.total && *r.last >= *r.total) { return std::nullopt; }
+  return r;
 }
 
 void parse_header_line(std::string_view line, HeaderState& st)
@@ -61,11 +102,12 @@ void parse_header_line(std::string_view line, HeaderState& st)
     return;
   }
   if (name != "content-range") { return; }
-  if (auto r = parse_content_range(value)) {
-    st.range_start = r->first;
-    st.range_end   = r->last;
-    st.range_total = r->total;
-  }
+  // A malformed or inconsistent Content-Range counts as none: a 206 without a usable one is
+  // refused, and a size is never taken from a negative or impossible total.
+  auto r         = parse_content_range(value);
+  st.range_start = r ? r->first : std::nullopt;
+  st.range_end   = r ? r->last : std::nullopt;
+  st.range_total = r ? r->total : std::nullopt;
 }
 
 std::string error_code_from_body(const std::string& body)
@@ -96,7 +138,10 @@ std::optional<std::size_t> webhdfs_file_length(std::string_view body)
   std::size_t n = 0;
   bool digits   = false;
   while (pos < body.size() && std::isdigit(static_cast<unsigned char>(body[pos]))) {
-    n      = n * 10 + static_cast<std::size_t>(body[pos] - '0');
+    auto d = static_cast<std::size_t>(body[pos] - '0');
+    // A length that does not fit is no length (it would otherwise wrap to a small size).
+    if (n > (std::numeric_limits<std::size_t>::max() - d) / 10) { return std::nullopt; }
+    n      = n * 10 + d;
     digits = true;
     ++pos;
   }
