@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git rsync
               libgtest-dev libgmock-dev clang-format python3 python3-pip python3-venv
-              libcurl4-openssl-dev openssl nginx-light python3-dev doxygen)
+              libcurl4-openssl-dev openssl nginx-light python3-dev doxygen
+              clang libclang-rt-dev llvm)
+# clang, libclang-rt-dev (libFuzzer's runtime: only recommended by clang, and recommends are
+# not installed here) and llvm (llvm-symbolizer for readable sanitizer stacks): scripts/fuzz.sh.
 # nvidia-cufile: cufile.h (types and prototypes only; libcufile is loaded at run time).
 # moto is pinned: its S3 signature checks differ between releases (5.2.1 refuses a SigV4
 # request for a key with parentheses that 5.2.5 accepts, as AWS does).

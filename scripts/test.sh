@@ -8,6 +8,7 @@
 #   6. a build that links libstdc++ statically exports none of it (a GPU-machine crash)
 #   7. the Python package: pip install . into a fresh virtual environment, then pytest
 #   8. the documentation site (scripts/docs.sh): built with warnings as errors, examples run
+#   9. the libFuzzer targets, 30 s each (scripts/fuzz.sh; FUZZ_SECONDS overrides)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -70,3 +71,6 @@ python3 -m venv .venv
 
 step "documentation site: sphinx-build -W -n, then every example of the docs"
 timeout 600 ./scripts/docs.sh
+
+step "fuzzing: URL, S3/WebHDFS, response, settings and open-mode parsers"
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh

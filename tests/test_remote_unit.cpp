@@ -12,6 +12,7 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "remote/curl_handle.hpp"
+#include "remote/response_parse.hpp"
 #include "remote/url.hpp"
 #include "remote_servers.hpp"
 #include "test_utils.hpp"
@@ -255,6 +256,45 @@ TEST(RemoteS3Names, BucketsAndRegionsThatCouldChangeTheHostAreRejected)
   }
 }
 
+// Found by tests/fuzz/fuzz_s3_url: "s3://KEY:SECRET@bucket/key" was split at the first '/',
+// and the bucket "KEY:SECRET@bucket" was quoted, secret and all, as an invalid bucket name.
+TEST(RemoteS3Names, CredentialsInAnS3UrlAreRefusedWithoutShowingThem)
+{
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEKEYID"), s("AWS_SECRET_ACCESS_KEY", "secret"),
+    t("AWS_SESSION_TOKEN", std::nullopt), r("AWS_DEFAULT_REGION", "us-east-1"),
+    u("AWS_ENDPOINT_URL", std::nullopt);
+  const std::string url = "s3://AKIAID:wJalrXUtnFEMI@my-bucket/dir/key.bin";
+  std::vector<std::string> messages{
+    invalid_argument_message([&] { S3Endpoint::parse_s3_url(url); }),
+    invalid_argument_message([&] { S3Endpoint e(url); }),
+    invalid_argument_message([&] { S3Endpoint e(url, "us-east-1", "id", "key"); }),
+    invalid_argument_message([&] { S3PublicEndpoint e(url); }),
+    invalid_argument_message([&] { RemoteHandle::open(url); })};
+  for (const auto& msg : messages) {
+    EXPECT_EQ(msg.find("wJalrXUtnFEMI"), std::string::npos) << msg;
+  }
+  EXPECT_NE(messages[0].find("s3://REDACTED@my-bucket/dir/key.bin"), std::string::npos)
+    << messages[0];
+  EXPECT_NE(messages[0].find("credentials in the URL are not supported"), std::string::npos)
+    << messages[0];
+  EXPECT_FALSE(S3Endpoint::is_url_valid(url));
+}
+
+// Found by tests/fuzz/fuzz_s3_url: an endpoint URL with a query or fragment took the bucket
+// and key out of the path ("http://minio:9000/?x" + "/bkt/k" is a query; after '#' libcurl
+// sends neither).
+TEST(RemoteS3Names, EndpointUrlWithQueryOrFragmentIsRejected)
+{
+  for (std::string endpoint : {"http://minio:9000/?x", "http://minio:9000#f", "http://m/p?a=1#"}) {
+    SCOPED_TRACE(endpoint);
+    auto msg = invalid_argument_message(
+      [&] { S3Endpoint::url_from_bucket_and_object("bkt", "k", std::nullopt, endpoint); });
+    EXPECT_NE(msg.find("'" + endpoint + "' has a query or a fragment"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(S3Endpoint::url_from_bucket_and_object("bkt", "k", std::nullopt, "http://m:1/base/"),
+            "http://m:1/base/bkt/k");
+}
+
 // Reliability audit #1: keys are not paths. The URL keeps "." and ".." segments as they are
 // (and libcurl is told to send them so: CURLOPT_PATH_AS_IS; see RemoteS3 for the server side).
 TEST(RemoteS3Names, DotSegmentsInKeysStayInTheUrl)
@@ -287,4 +327,76 @@ TEST(RemoteCurlHandle, CachedHandleIsResetWhenHandedBack)
   // And the next request on this thread gets the same (cached) handle.
   CurlHandle again;
   EXPECT_EQ(again.get(), raw);
+}
+
+// Found by tests/fuzz/fuzz_response: sscanf took any Content-Range with three numbers in
+// front ("bytes 5-9/1" with last past the total, negative numbers, trailing junk, numbers past
+// long long), and a negative total became a size near 2^64 in size_from_first_byte.
+TEST(RemoteResponse, InvalidContentRangesAreNone)
+{
+  for (std::string bad : {"bytes 5-9/1",
+                          "bytes 0-0/0",
+                          "bytes 9-5/10",
+                          "bytes -5-3/10",
+                          "bytes 0-0/-1",
+                          "bytes */-1",
+                          "bytes 0-9/10junk",
+                          "bytes 0-9/10/",
+                          "bytes 0-99999999999999999999/100000000000000000000",
+                          "bytes 0-/10",
+                          "bytes */*",
+                          "items 0-1/2",
+                          "bytes0-1/2",
+                          ""}) {
+    SCOPED_TRACE(bad);
+    EXPECT_FALSE(detail::parse_content_range(bad).has_value());
+    // A response whose Content-Range is invalid has none, even after a valid one.
+    detail::HeaderState st;
+    detail::parse_header_line("Content-Range: bytes 0-0/7\r\n", st);
+    ASSERT_EQ(st.range_total, 7);
+    detail::parse_header_line("content-range: " + bad + "\r\n", st);
+    EXPECT_FALSE(st.range_start || st.range_end || st.range_total);
+  }
+}
+
+TEST(RemoteResponse, ValidContentRanges)
+{
+  auto r = detail::parse_content_range(" bytes 0-99/1000\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first, 0);
+  EXPECT_EQ(r->last, 99);
+  EXPECT_EQ(r->total, 1000);
+  r = detail::parse_content_range("Bytes 5-9/*");  // the unit is case-insensitive
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first, 5);
+  EXPECT_EQ(r->last, 9);
+  EXPECT_FALSE(r->total);
+  r = detail::parse_content_range("bytes */0");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->first || r->last);
+  EXPECT_EQ(r->total, 0);
+  r = detail::parse_content_range(
+    "bytes 9223372036854775806-9223372036854775806/"
+    "9223372036854775807");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->total, 9223372036854775807LL);
+  detail::HeaderState st;
+  detail::parse_header_line("Content-Range: bytes 3-4/5\r\n", st);
+  EXPECT_EQ(st.range_start, 3);
+  EXPECT_EQ(st.range_end, 4);
+  EXPECT_EQ(st.range_total, 5);
+  detail::parse_header_line("HTTP/1.1 206 Partial Content\r\n", st);  // a redirect's answer
+  EXPECT_FALSE(st.range_start || st.range_end || st.range_total);
+}
+
+// Found by tests/fuzz/fuzz_response: a GETFILESTATUS length past 2^64 wrapped to a small size.
+TEST(RemoteResponse, WebHdfsLengthThatDoesNotFitIsNone)
+{
+  EXPECT_EQ(detail::webhdfs_file_length(R"({"FileStatus":{"length":1234,"type":"FILE"}})"), 1234U);
+  EXPECT_EQ(detail::webhdfs_file_length(R"({"FileStatus":{"length" : 18446744073709551615}})"),
+            18446744073709551615ULL);
+  EXPECT_FALSE(detail::webhdfs_file_length(R"({"FileStatus":{"length":18446744073709551616}})"));
+  EXPECT_FALSE(detail::webhdfs_file_length(R"({"FileStatus":{"length":99999999999999999999999}})"));
+  EXPECT_FALSE(detail::webhdfs_file_length(R"({"FileStatus":{"length":-1}})"));
+  EXPECT_FALSE(detail::webhdfs_file_length(R"({"RemoteException":{}})"));
 }

@@ -141,6 +141,36 @@ TEST(RemoteWebHdfsUrl, MalformedUrlsAreRejected)
   }
 }
 
+// Found by tests/fuzz/fuzz_webhdfs_url: the host and port went into the URL unchecked, so a
+// port "80/../../admin" or a host "evil.example/x?" moved the requests to another path or host.
+TEST(RemoteWebHdfsUrl, HostsAndPortsThatCouldChangeTheUrlAreRejected)
+{
+  for (std::string host : {"evil.example/x?", "h:1", "a@b", "h#", "h ost", "[::1", "[]", "::1"}) {
+    SCOPED_TRACE(host);
+    try {
+      WebHdfsEndpoint e(host, "9870", "user/file", "alice");
+      FAIL() << "expected std::invalid_argument";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("invalid host '" + host + "'"), std::string::npos)
+        << e.what();
+    }
+  }
+  for (std::string port : {"80/../../admin", "9870?op=DELETE", "x", "-1", "0", "65536", "123456"}) {
+    SCOPED_TRACE(port);
+    try {
+      WebHdfsEndpoint e("namenode", port, "user/file", "alice");
+      FAIL() << "expected std::invalid_argument";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("invalid port '" + port + "'"), std::string::npos)
+        << e.what();
+    }
+  }
+  EXPECT_EQ(WebHdfsEndpoint("Name-Node.example_1", "65535", "f", "u").url(),
+            "http://Name-Node.example_1:65535/webhdfs/v1/f?user.name=u");
+  EXPECT_EQ(WebHdfsEndpoint("[fe80::1%25eth0]", "", "f", "u").url(),
+            "http://[fe80::1%25eth0]/webhdfs/v1/f?user.name=u");
+}
+
 // Reliability audit #8: doas (a proxy user) and delegation (a secure cluster's token) were
 // dropped from the URL, so the request ran as the proxy service itself or got 401.
 TEST_F(RemoteWebHdfs, DoasDelegationAndOtherParametersAreSentOnEveryRequest)

@@ -229,12 +229,19 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
       base.pop_back();
     }
     require_http_url(base, "S3 endpoint URL (AWS_ENDPOINT_URL)");
+    // The bucket and key are appended: after a '?' or '#' they would not be the path.
+    if (base.find_first_of("?#") != std::string::npos) {
+      throw std::invalid_argument("S3 endpoint URL (AWS_ENDPOINT_URL): '" + redact_url(base) +
+                                  "' has a query or a fragment; expected "
+                                  "http(s)://<host>[:<port>][/<path>]");
+    }
     check_bucket_for_path(bucket_name);
     return base + "/" + detail::percent_encode(bucket_name, false) + "/" + key;
   }
   if (!aws_region) { aws_region = detail::getenv_nonempty("AWS_DEFAULT_REGION"); }
   if (!aws_region) {
-    throw std::invalid_argument("S3: no region for s3://" + bucket_name + "/" + object_name +
+    throw std::invalid_argument("S3: no region for " +
+                                redact_url("s3://" + bucket_name + "/" + object_name) +
                                 ": pass aws_region or set AWS_DEFAULT_REGION");
   }
   check_bucket_for_host(bucket_name);
@@ -254,6 +261,13 @@ std::pair<std::string, std::string> S3Endpoint::parse_s3_url(const std::string& 
   auto slash       = rest.find('/');
   if (slash == 0 || rest.empty()) { throw bad("no bucket name"); }
   if (slash == std::string::npos || slash + 1 == rest.size()) { throw bad("no object name"); }
+  // "s3://KEY:SECRET@bucket/..": no bucket has an '@', and quoting it as a bad bucket name
+  // would put the secret into the message.
+  if (rest.find('@') < slash) {
+    throw bad(
+      "credentials in the URL are not supported: pass aws_access_key and aws_secret_access_key "
+      "or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+  }
   return {rest.substr(0, slash), rest.substr(slash + 1)};
 }
 

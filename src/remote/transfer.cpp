@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "remote/curl_handle.hpp"
+#include "remote/response_parse.hpp"
 #include "remote/url.hpp"
 
 namespace kvikio {
@@ -110,73 +111,11 @@ namespace {
 // fewer, larger write callbacks (fewer copies' overhead per byte).
 constexpr long receive_buffer_size = 512L * 1024;
 
-// Headers of the response being received. A redirect (WebHDFS) starts a new status line, so
-// everything is reset there.
-struct HeaderState {
-  std::optional<long long> range_start, range_end, range_total;
-  std::string etag;  // strong ETags only: If-Match compares strongly, a weak one never matches
-};
-
-std::string trim(std::string s)
-{
-  auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) { return {}; }
-  auto last = s.find_last_not_of(" \t\r\n");
-  return s.substr(first, last - first + 1);
-}
-
 std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user)
 {
-  auto* st = static_cast<HeaderState*>(user);
   auto len = size * n;
-  std::string line(data, len);
-  if (line.rfind("HTTP/", 0) == 0) {
-    *st = HeaderState{};
-    return len;
-  }
-  auto colon = line.find(':');
-  if (colon == std::string::npos) { return len; }
-  const std::string name = lower(line.substr(0, colon));
-  if (name == "etag") {
-    std::string v = trim(line.substr(colon + 1));
-    // A usable strong ETag is one quoted token; anything else (weak, bare, with control
-    // characters that could end the If-Match header line) is not pinned.
-    if (v.size() >= 2 && v.front() == '"' && v.back() == '"' && v.size() <= 1024 &&
-        std::all_of(v.begin(), v.end(), [](unsigned char c) { return c > 0x20 && c < 0x7f; })) {
-      st->etag = v;
-    }
-    return len;
-  }
-  if (name != "content-range") { return len; }
-  // "bytes a-b/total" or "bytes */total"
-  std::string v = line.substr(colon + 1);
-  long long a = 0, b = 0, total = 0;
-  char star = 0;
-  if (std::sscanf(v.c_str(), " bytes %lld-%lld/%lld", &a, &b, &total) == 3) {
-    st->range_start = a;
-    st->range_end   = b;
-    st->range_total = total;
-  } else if (std::sscanf(v.c_str(), " bytes %c/%lld", &star, &total) == 2 && star == '*') {
-    st->range_total = total;
-  }
+  parse_header_line(std::string_view(data, len), *static_cast<HeaderState*>(user));
   return len;
-}
-
-// S3 and similar servers put a machine-readable <Code> in error bodies. Only that word goes
-// into messages: the rest of an S3 error (StringToSign, SignatureProvided, AWSAccessKeyId)
-// can hold credentials.
-std::string error_code_from_body(const std::string& body)
-{
-  auto a = body.find("<Code>");
-  auto b = body.find("</Code>");
-  if (a == std::string::npos || b == std::string::npos || b <= a + 6) { return {}; }
-  std::string code = body.substr(a + 6, b - a - 6);
-  if (code.size() > 64 || !std::all_of(code.begin(), code.end(), [](unsigned char c) {
-        return std::isalnum(c) || c == '.' || c == '_' || c == '-';
-      })) {
-    return {};
-  }
-  return code;
 }
 
 struct Attempt {

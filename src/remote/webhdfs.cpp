@@ -1,4 +1,5 @@
 // WebHDFS: the size from GETFILESTATUS, ranges from OPEN through the data-node redirect.
+#include <algorithm>
 #include <cctype>
 #include <string_view>
 #include <stdexcept>
@@ -6,6 +7,7 @@
 #include <kvikio/hdfs.hpp>
 
 #include "remote/curl_handle.hpp"
+#include "remote/response_parse.hpp"
 #include "remote/transfer.hpp"
 #include "remote/url.hpp"
 
@@ -56,6 +58,30 @@ void check_path_segments(std::string_view raw_path, const std::string& shown)
     }
     if (slash == std::string::npos) { break; }
     start = slash + 1;
+  }
+}
+
+// The host and port go into the URL's authority: a '/', '?', '#' or '@' in either, or a port
+// that is no number, would send the requests to another host or outside /webhdfs/v1/.
+void check_host_and_port(const std::string& host, const std::string& port)
+{
+  const bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+  auto name_char       = [&](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '.' || c == '_' ||
+           (bracketed && (c == ':' || c == '%'));  // an IPv6 literal, with a zone
+  };
+  if (!std::all_of(
+        host.begin() + (bracketed ? 1 : 0), host.end() - (bracketed ? 1 : 0), name_char)) {
+    throw std::invalid_argument("WebHdfsEndpoint: invalid host '" + host +
+                                "': expected a host name, an IPv4 address or a bracketed IPv6 "
+                                "address");
+  }
+  if (!port.empty() &&
+      (port.size() > 5 ||
+       !std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); }) ||
+       std::stoul(port) == 0 || std::stoul(port) > 65535)) {
+    throw std::invalid_argument("WebHdfsEndpoint: invalid port '" + port +
+                                "': expected a number from 1 to 65535");
   }
 }
 
@@ -124,6 +150,7 @@ WebHdfsEndpoint::WebHdfsEndpoint(std::string host,
     throw std::invalid_argument("WebHdfsEndpoint: host ('" + host + "') and path ('" +
                                 remote_file_path + "') must not be empty");
   }
+  check_host_and_port(host, port);
   check_path_segments(remote_file_path, remote_file_path);
   base_url_ = "http://" + host + (port.empty() ? "" : ":" + port) + std::string(webhdfs_prefix) +
               detail::percent_encode(remote_file_path, true);
@@ -148,25 +175,7 @@ std::size_t WebHdfsEndpoint::get_file_size()
   auto r                 = detail::fetch_meta(*this, detail::MetaKind::get, [&](CurlHandle& curl) {
     curl.setopt(CURLOPT_URL, status_url.c_str());
   });
-  // {"FileStatus":{..., "length":1234, ...}}: a flat search is enough for this one field.
-  auto key = r.body.find("\"length\"");
-  if (key != std::string::npos) {
-    auto colon = r.body.find(':', key);
-    if (colon != std::string::npos) {
-      auto pos = colon + 1;
-      while (pos < r.body.size() && std::isspace(static_cast<unsigned char>(r.body[pos]))) {
-        ++pos;
-      }
-      std::size_t n = 0;
-      bool digits   = false;
-      while (pos < r.body.size() && std::isdigit(static_cast<unsigned char>(r.body[pos]))) {
-        n      = n * 10 + static_cast<std::size_t>(r.body[pos] - '0');
-        digits = true;
-        ++pos;
-      }
-      if (digits) { return n; }
-    }
-  }
+  if (auto length = detail::webhdfs_file_length(r.body)) { return *length; }
   auto shown = redact_url(url_);
   throw RemoteError("kvikio: GETFILESTATUS of " + shown + " (HTTP status " +
                       std::to_string(r.status) + ") has no FileStatus length",
