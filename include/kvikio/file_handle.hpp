@@ -22,6 +22,10 @@ struct FileHandleAccess;
 }  // namespace detail
 
 /// Passed as `file_offset` to a write: 0, or the end of the file when it was opened with "a".
+/// Appends reserve their range when they are issued, atomically per handle: concurrent
+/// pwrite()s and write()s through one handle land one after the other, each intact, in the
+/// order they were issued. Appends through different handles or processes are not ordered
+/// against each other (each handle only sees the others' data once it is on disk).
 inline constexpr std::size_t unspecified_offset = std::numeric_limits<std::size_t>::max();
 
 /// A local file. Opening is eager (the constructor throws on failure); closing is idempotent

@@ -96,7 +96,10 @@ Request check_request(Direction direction,
 {
   file.require(direction);
   if (direction == Direction::write && file_offset == unspecified_offset) {
-    file_offset = file.append() ? file.nbytes() : 0;
+    // Appends reserve their range atomically: two requests issued before either ran must not
+    // both take the current size as their offset (reliability audit #2).
+    if (file.append()) { check_range(file.path(), size, 0); }
+    file_offset = file.append() ? file.reserve_append(size) : 0;
   }
   check_range(file.path(), size, file_offset);
   auto* start = const_cast<char*>(static_cast<const char*>(buf));

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -69,6 +70,7 @@ OpenFile::OpenFile(std::string path, const std::string& flags, mode_t mode) : pa
     fd_ = -1;
     throw GenericSystemError(EISDIR, "cannot open '" + path_ + "': it is a directory");
   }
+  append_end_ = static_cast<std::size_t>(st.st_size);
   // The O_DIRECT descriptor must not truncate again; file systems without O_DIRECT (tmpfs)
   // refuse it with EINVAL, which leaves Direct IO off for this file.
   fd_direct_ = ::open(path_.c_str(), (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT);
@@ -88,6 +90,17 @@ std::size_t OpenFile::nbytes() const
   struct stat st {};
   if (::fstat(fd_, &st) != 0) { throw GenericSystemError("cannot stat '" + path_ + "'"); }
   return static_cast<std::size_t>(st.st_size);
+}
+
+std::size_t OpenFile::reserve_append(std::size_t size) const
+{
+  const std::size_t on_disk = nbytes();
+  std::size_t end           = append_end_.load();
+  std::size_t start         = 0;
+  do {
+    start = std::max(end, on_disk);
+  } while (!append_end_.compare_exchange_weak(end, start + size));
+  return start;
 }
 
 void OpenFile::require(Direction direction) const

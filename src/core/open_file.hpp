@@ -4,6 +4,7 @@
 // which backend moves device memory (cuFile or the bounce buffers) is decided above this.
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -32,6 +33,14 @@ class OpenFile {
   [[nodiscard]] const std::string& direct_io_error() const noexcept { return direct_io_error_; }
   [[nodiscard]] std::size_t nbytes() const;
 
+  /// For a file opened with "a": reserves `size` bytes at the end of the file and returns
+  /// where they start. The end is kept in this object and advanced atomically, so requests
+  /// issued through it concurrently (pwrite futures not yet run, threads calling write) get
+  /// disjoint ranges in the order they reserved; it is raised to the fstat size first when
+  /// another writer made the file longer. Appends through other open files or processes are
+  /// not ordered against these (that would need O_APPEND, which parallel pieces cannot use).
+  [[nodiscard]] std::size_t reserve_append(std::size_t size) const;
+
   /// Throws std::invalid_argument unless the file was opened for reading (Direction::read)
   /// or writing (Direction::write).
   void require(Direction direction) const;
@@ -43,6 +52,7 @@ class OpenFile {
   bool readable_{false};
   bool writable_{false};
   bool append_{false};
+  mutable std::atomic<std::size_t> append_end_{0};  // where the next append goes ("a" only)
   std::string direct_io_error_;
 };
 
