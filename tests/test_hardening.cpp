@@ -2,7 +2,11 @@
 // the finding it guards.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <future>
 #include <string>
@@ -97,4 +101,55 @@ TEST(Hardening, ThreadsAppendingWithWriteLeaveEveryBlockIntact)
   for (std::size_t t = 1; t < n; ++t) {
     EXPECT_EQ(count[t], rounds) << "thread " << t;
   }
+}
+
+// Audit #5(b): close(2) errors (NFS write-back, quota) were dropped; close() now reports them.
+TEST(Hardening, CloseReportsAFailingCloseNamingTheFile)
+{
+  TempDir dir;
+  const auto path = dir.file("close.bin");
+  FileHandle f(path, "w");
+  const int fd = f.fd();
+  ASSERT_EQ(::close(f.fd()), 0);  // behind the handle's back: its close(2) gets EBADF
+  if (f.is_direct_io_supported()) { ASSERT_EQ(::close(f.fd(true)), 0); }
+  try {
+    f.close();
+    ADD_FAILURE() << "close() of a descriptor closed behind its back did not throw";
+  } catch (const kvikio::GenericSystemError& e) {
+    EXPECT_EQ(e.code().value(), EBADF);
+    EXPECT_NE(std::string(e.what()).find("cannot close '" + path + "'"), std::string::npos)
+      << e.what();
+  }
+  EXPECT_TRUE(f.closed());  // closed even though close failed
+  EXPECT_NO_THROW(f.close());
+  EXPECT_EQ(::fcntl(fd, F_GETFD), -1);  // and not closed twice (the number may be reused)
+}
+
+TEST(Hardening, CloseWithQueuedWorkDefersTheCloseAndSucceeds)
+{
+  TempDir dir;
+  const auto data = kvikio::test::random_bytes(4 << 20);
+  const auto path = dir.file("deferred.bin");
+  std::future<std::size_t> pending;
+  {
+    FileHandle f(path, "w");
+    pending = f.pwrite(data.data(), data.size(), 0, 64 * 1024);
+    EXPECT_NO_THROW(f.close());
+    EXPECT_TRUE(f.closed());
+  }
+  EXPECT_EQ(pending.get(), data.size());
+  EXPECT_EQ(read_file(path), data);
+}
+
+TEST(Hardening, FsyncSucceedsOnAnOpenFileAndRefusesAClosedOne)
+{
+  TempDir dir;
+  const auto path = dir.file("fsync.bin");
+  const auto data = kvikio::test::random_bytes(100000);
+  FileHandle f(path, "w");
+  f.write(data.data(), data.size(), 0, 0);
+  EXPECT_NO_THROW(f.fsync());
+  EXPECT_EQ(read_file(path), data);
+  f.close();
+  KVIKIO_EXPECT_THROW_WITH(f.fsync(), std::invalid_argument, "closed file '" + path + "'");
 }

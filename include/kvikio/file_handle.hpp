@@ -61,8 +61,18 @@ class FileHandle {
   ~FileHandle() noexcept;
 
   [[nodiscard]] bool closed() const noexcept;
-  /// Releases the handle's hold on the file; never throws. Idempotent.
-  void close() noexcept;
+  /// Closes the file. Idempotent; the handle is closed afterwards even when this throws.
+  /// Throws GenericSystemError (with errno, naming the file) when close(2) fails, for example
+  /// with a write-back error on NFS or a full quota: the data may not have been stored.
+  /// Work still queued (futures not yet waited for) keeps the file open until it finishes;
+  /// the descriptors are then closed by the last task and a failure cannot be reported, so
+  /// wait for every future before close() to see close errors. The destructor closes without
+  /// reporting errors.
+  void close();
+  /// Waits until the file's data and metadata are on stable storage (fsync(2)), including
+  /// data written through the O_DIRECT descriptor. Blocking. Throws GenericSystemError naming
+  /// the file on failure, std::invalid_argument on a closed handle.
+  void fsync();
 
   /// The path given at open (kept after close, for messages).
   [[nodiscard]] const std::string& path() const noexcept;

@@ -290,7 +290,17 @@ FileHandle& FileHandle::operator=(FileHandle&&) noexcept = default;
 FileHandle::~FileHandle() noexcept                       = default;
 
 bool FileHandle::closed() const noexcept { return file_ == nullptr; }
-void FileHandle::close() noexcept { file_.reset(); }
+void FileHandle::close()
+{
+  auto state = std::move(file_);  // closed from here on, even if closing fails
+  // Only the sole owner closes with a check: queued tasks may still be using the descriptors.
+  if (state && state.use_count() == 1) {
+    state->cufile = detail::CufileRegistration{};  // deregister before the descriptor goes
+    state->file.close();
+  }
+}
+
+void FileHandle::fsync() { checked_open_file().file.fsync(); }
 
 const std::string& FileHandle::path() const noexcept { return path_; }
 

@@ -81,8 +81,29 @@ OpenFile::OpenFile(std::string path, const std::string& flags, mode_t mode) : pa
 
 OpenFile::~OpenFile() noexcept
 {
-  if (fd_direct_ >= 0) { ::close(fd_direct_); }
-  if (fd_ >= 0) { ::close(fd_); }
+  try {
+    close();
+  } catch (...) {  // a destructor cannot report it; close() is the checked way
+  }
+}
+
+void OpenFile::close()
+{
+  // close(2) releases the descriptor even when it fails (Linux), so it is never retried.
+  int err = 0;
+  for (int* fd : {&fd_direct_, &fd_}) {
+    if (*fd >= 0 && ::close(*fd) != 0 && err == 0) { err = errno; }
+    *fd = -1;
+  }
+  if (err != 0) { throw GenericSystemError(err, "cannot close '" + path_ + "'"); }
+}
+
+void OpenFile::fsync() const
+{
+  // fsync applies to the file, not to the descriptor: one call covers the data written
+  // through the O_DIRECT descriptor too, and flushes the device's cache for both.
+  if (fd_ < 0) { throw GenericSystemError(EBADF, "cannot fsync '" + path_ + "': it is closed"); }
+  if (::fsync(fd_) != 0) { throw GenericSystemError("cannot fsync '" + path_ + "'"); }
 }
 
 std::size_t OpenFile::nbytes() const

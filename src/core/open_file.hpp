@@ -19,6 +19,7 @@ class OpenFile {
   /// Opens the buffered descriptor (throws GenericSystemError naming the file) and, where
   /// the file system allows, an O_DIRECT one (absent otherwise; direct_io_error() says why).
   OpenFile(std::string path, const std::string& flags, mode_t mode);
+  /// Closes the descriptors, ignoring errors (use close() to see them).
   ~OpenFile() noexcept;
   OpenFile(const OpenFile&)            = delete;
   OpenFile& operator=(const OpenFile&) = delete;
@@ -40,6 +41,13 @@ class OpenFile {
   /// another writer made the file longer. Appends through other open files or processes are
   /// not ordered against these (that would need O_APPEND, which parallel pieces cannot use).
   [[nodiscard]] std::size_t reserve_append(std::size_t size) const;
+
+  /// Closes both descriptors; throws GenericSystemError naming the file when close(2) fails
+  /// (a write-back error on NFS, a quota hit), after closing both. Idempotent.
+  void close();
+  /// fsync(2): waits until the file's data and metadata are on stable storage. Throws
+  /// GenericSystemError naming the file.
+  void fsync() const;
 
   /// Throws std::invalid_argument unless the file was opened for reading (Direction::read)
   /// or writing (Direction::write).
