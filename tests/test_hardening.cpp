@@ -3,10 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstddef>
 #include <future>
 #include <string>
@@ -152,4 +156,56 @@ TEST(Hardening, FsyncSucceedsOnAnOpenFileAndRefusesAClosedOne)
   EXPECT_EQ(read_file(path), data);
   f.close();
   KVIKIO_EXPECT_THROW_WITH(f.fsync(), std::invalid_argument, "closed file '" + path + "'");
+}
+
+// Audit #4: in a forked child the pool's threads do not exist: queued pieces never ran, the
+// child's pread hung, and the child hung again at exit joining them.
+TEST(Hardening, ParallelReadWorksInAForkedChildAfterTheParentUsedThePool)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  kvikio::defaults::set_num_threads(4);
+  const auto data = kvikio::test::random_bytes(8 * (1 << 20) + 11, 4);
+  const auto path = dir.file("fork.bin");
+  kvikio::test::write_file(path, data);
+  FileHandle f(path, "r");
+  std::vector<char> got(data.size());
+  ASSERT_EQ(f.pread(got.data(), got.size(), 0, 256 * 1024).get(), data.size());  // pool runs
+  ASSERT_EQ(got, data);
+
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child: exit codes say what went wrong; _exit skips gtest's own teardown.
+    std::vector<char> mine(data.size());
+    FileHandle g(path, "r");
+    auto fut = g.pread(mine.data(), mine.size(), 0, 256 * 1024);
+    if (fut.wait_for(std::chrono::seconds(20)) != std::future_status::ready) { ::_exit(3); }
+    if (fut.get() != data.size()) { ::_exit(4); }
+    if (mine != data) { ::_exit(5); }
+    // The inherited handle works too, and so does a resize of the restarted pool.
+    kvikio::defaults::set_num_threads(2);
+    std::fill(mine.begin(), mine.end(), 0);
+    if (f.pread(mine.data(), mine.size(), 0, 256 * 1024).get() != data.size()) { ::_exit(6); }
+    if (mine != data) { ::_exit(7); }
+    std::exit(0);  // runs static destructors: ~ThreadPool must not join the parent's threads
+  }
+  int status          = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  pid_t done          = 0;
+  while ((done = ::waitpid(child, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL() << "the forked child hung";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "child ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: not done, 4: wrong count, 5/7: wrong bytes, 6: count";
+  // The parent's pool is unaffected.
+  std::fill(got.begin(), got.end(), 0);
+  EXPECT_EQ(f.pread(got.data(), got.size(), 0, 256 * 1024).get(), data.size());
+  EXPECT_EQ(got, data);
 }

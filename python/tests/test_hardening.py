@@ -35,3 +35,33 @@ def test_fsync_flushes_and_refuses_a_closed_file(tmp_path):
     assert path.read_bytes() == data.tobytes()
     with pytest.raises(ValueError, match="closed"):
         f.fsync()
+
+
+def _child_reads(path: str, expected: bytes, queue) -> None:
+    out = np.zeros(len(expected), dtype=np.uint8)
+    with kvikio.CuFile(path, "r") as f:
+        n = f.pread(out, task_size=64 * 1024).get()
+    queue.put((n, out.tobytes() == expected))
+
+
+def test_pread_in_a_forked_child_after_the_parent_used_the_pool(tmp_path):
+    """Audit #4: the child's IOFuture.get() never returned (the pool had no threads)."""
+    data = np.random.default_rng(4).integers(0, 256, 3 * 2**20 + 5, dtype=np.uint8)
+    path = tmp_path / "fork.bin"
+    path.write_bytes(data.tobytes())
+    with kvikio.defaults.set({"num_threads": 4}):
+        out = np.zeros_like(data)
+        with kvikio.CuFile(path, "r") as f:
+            assert f.pread(out, task_size=64 * 1024).get() == data.nbytes
+        np.testing.assert_array_equal(out, data)
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        proc = ctx.Process(target=_child_reads, args=(str(path), data.tobytes(), queue))
+        proc.start()
+        proc.join(60)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+            pytest.fail("the forked child hung")
+        assert proc.exitcode == 0
+        assert queue.get(timeout=5) == (data.nbytes, True)
