@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,15 @@
 using kvikio::FileHandle;
 using kvikio::test::read_file;
 using kvikio::test::TempDir;
+
+namespace {
+long peak_rss_kib()
+{
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+}  // namespace
 
 // Audit #2: appends issued before the earlier ones ran all took the same offset, so all but
 // one block were overwritten.
@@ -208,4 +218,24 @@ TEST(Hardening, ParallelReadWorksInAForkedChildAfterTheParentUsedThePool)
   std::fill(got.begin(), got.end(), 0);
   EXPECT_EQ(f.pread(got.data(), got.size(), 0, 256 * 1024).get(), data.size());
   EXPECT_EQ(got, data);
+}
+
+// Audit #10: every piece was queued up front (a task and a closure each, about 150 bytes per
+// piece), so task_size=1 took memory proportional to the bytes read: 64 MiB needed ~10 GB.
+TEST(Hardening, TinyTaskSizeReadsInBoundedMemoryAndTime)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  kvikio::defaults::set_num_threads(4);
+  const auto data = kvikio::test::random_bytes(64 << 20, 10);
+  const auto path = dir.file("tiny.bin");
+  kvikio::test::write_file(path, data);
+  std::vector<char> got(data.size());
+  const auto peak_before = peak_rss_kib();
+  FileHandle f(path, "r");
+  auto fut = f.pread(got.data(), got.size(), 0, 1);
+  ASSERT_EQ(fut.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  EXPECT_EQ(fut.get(), data.size());
+  EXPECT_EQ(got, data);
+  EXPECT_LT(peak_rss_kib() - peak_before, 256L * 1024) << "KiB of peak RSS growth";
 }

@@ -65,3 +65,15 @@ def test_pread_in_a_forked_child_after_the_parent_used_the_pool(tmp_path):
             pytest.fail("the forked child hung")
         assert proc.exitcode == 0
         assert queue.get(timeout=5) == (data.nbytes, True)
+
+
+def test_tiny_task_size_reads_in_bounded_memory(tmp_path):
+    """Audit #10: task_size=1 queued one task per byte (about 150 bytes of memory each)."""
+    data = np.random.default_rng(10).integers(0, 256, 64 * 2**20, dtype=np.uint8)
+    path = tmp_path / "tiny.bin"
+    path.write_bytes(data.tobytes())
+    out = np.zeros_like(data)
+    with kvikio.defaults.set({"num_threads": 4}):
+        with kvikio.CuFile(path, "r") as f:
+            assert f.pread(out, task_size=1).get() == data.nbytes
+    np.testing.assert_array_equal(out, data)
