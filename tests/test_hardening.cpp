@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstddef>
 #include <future>
@@ -22,6 +24,8 @@
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
 
+#include "api/open_handle.hpp"
+#include "core/open_file.hpp"
 #include "test_utils.hpp"
 
 using kvikio::FileHandle;
@@ -238,4 +242,64 @@ TEST(Hardening, TinyTaskSizeReadsInBoundedMemoryAndTime)
   EXPECT_EQ(fut.get(), data.size());
   EXPECT_EQ(got, data);
   EXPECT_LT(peak_rss_kib() - peak_before, 256L * 1024) << "KiB of peak RSS growth";
+}
+
+// Audit #13: the O_DIRECT descriptor was a second open() of the path; a rename in between
+// made the aligned middle of every request go to another file than its head and tail.
+namespace {
+void replace_path_with_another_file(const std::string& path)
+{
+  ASSERT_EQ(::rename(path.c_str(), (path + ".moved").c_str()), 0);
+  kvikio::test::write_file(path, std::vector<char>(8192, 'X'));
+}
+
+struct HooksRestore {
+  ~HooksRestore() { kvikio::detail::open_file_test_hooks = {}; }
+};
+
+bool same_inode(int a, int b)
+{
+  struct stat sa {
+  }, sb{};
+  return ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+}  // namespace
+
+TEST(Hardening, DirectDescriptorIsTheSameFileEvenIfThePathIsReplacedBetweenOpens)
+{
+  TempDir dir;
+  HooksRestore restore;
+  const auto path = dir.file("direct.bin");
+  kvikio::test::write_file(path, kvikio::test::random_bytes(3 * 4096, 13));
+  kvikio::detail::open_file_test_hooks.between_opens = &replace_path_with_another_file;
+  FileHandle f(path, "r+");
+  if (!f.is_direct_io_supported()) { GTEST_SKIP() << "no O_DIRECT on this file system"; }
+  EXPECT_TRUE(same_inode(f.fd(), f.fd(true)));
+  struct stat moved {};
+  ASSERT_EQ(::stat((path + ".moved").c_str(), &moved), 0);
+  struct stat opened {};
+  ASSERT_EQ(::fstat(f.fd(true), &opened), 0);
+  EXPECT_EQ(opened.st_ino, moved.st_ino);
+}
+
+TEST(Hardening, WithoutProcADirectOpenOfAnotherFileTurnsDirectIoOff)
+{
+  TempDir dir;
+  HooksRestore restore;
+  const auto path = dir.file("noproc.bin");
+  kvikio::test::write_file(path, kvikio::test::random_bytes(3 * 4096, 13));
+  kvikio::detail::open_file_test_hooks.proc_fd_dir = "/nonexistent-proc/self/fd/";
+  {
+    FileHandle same(path, "r");  // the fallback: the path again, checked to be the same file
+    if (!same.is_direct_io_supported()) { GTEST_SKIP() << "no O_DIRECT on this file system"; }
+    EXPECT_TRUE(same_inode(same.fd(), same.fd(true)));
+  }
+  kvikio::detail::open_file_test_hooks.between_opens = &replace_path_with_another_file;
+  FileHandle f(path, "r");
+  EXPECT_FALSE(f.is_direct_io_supported());
+  EXPECT_EQ(f.fd(true), -1);
+  const auto& state = kvikio::detail::FileHandleAccess::state(f);
+  EXPECT_NE(state->file.direct_io_error().find("reached another file"), std::string::npos)
+    << state->file.direct_io_error();
 }

@@ -71,11 +71,39 @@ OpenFile::OpenFile(std::string path, const std::string& flags, mode_t mode) : pa
     throw GenericSystemError(EISDIR, "cannot open '" + path_ + "': it is a directory");
   }
   append_end_ = static_cast<std::size_t>(st.st_size);
-  // The O_DIRECT descriptor must not truncate again; file systems without O_DIRECT (tmpfs)
-  // refuse it with EINVAL, which leaves Direct IO off for this file.
-  fd_direct_ = ::open(path_.c_str(), (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT);
+  if (open_file_test_hooks.between_opens != nullptr) { open_file_test_hooks.between_opens(path_); }
+  open_direct(oflags, st);
+}
+
+// The O_DIRECT descriptor must be the same file as fd_: a second open of the path could reach
+// another file if the path was renamed or its symlink swapped meanwhile, and the middle of
+// every request would then go to one file and its head and tail to the other. Opening
+// /proc/self/fd/<fd> gives a new open file description of the same inode. Without /proc the
+// path is opened again and kept only if it is the same inode. It must not truncate again;
+// file systems without O_DIRECT (tmpfs) refuse it with EINVAL, leaving Direct IO off.
+void OpenFile::open_direct(int oflags, const struct stat& st)
+{
+  const int direct_flags = (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT;
+  const std::string proc = open_file_test_hooks.proc_fd_dir + std::to_string(fd_);
+  fd_direct_             = ::open(proc.c_str(), direct_flags);
+  if (fd_direct_ >= 0) { return; }
+  if (errno != ENOENT) {
+    direct_io_error_ = std::string("the O_DIRECT open failed: ") + std::strerror(errno);
+    return;
+  }
+  fd_direct_ = ::open(path_.c_str(), direct_flags);
   if (fd_direct_ < 0) {
     direct_io_error_ = std::string("the O_DIRECT open failed: ") + std::strerror(errno);
+    return;
+  }
+  struct stat direct_st {};
+  if (::fstat(fd_direct_, &direct_st) != 0 || direct_st.st_dev != st.st_dev ||
+      direct_st.st_ino != st.st_ino) {
+    ::close(fd_direct_);
+    fd_direct_ = -1;
+    direct_io_error_ =
+      "the O_DIRECT open of the path reached another file (renamed or replaced "
+      "after the first open)";
   }
 }
 

@@ -2,6 +2,7 @@
 // The descriptors of an open local file, shared by a FileHandle and the tasks it has queued,
 // so that closing the handle never pulls a descriptor from under a running task. Host-only:
 // which backend moves device memory (cuFile or the bounce buffers) is decided above this.
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -54,6 +55,8 @@ class OpenFile {
   void require(Direction direction) const;
 
  private:
+  void open_direct(int oflags, const struct stat& st);
+
   std::string path_;
   int fd_{-1};
   int fd_direct_{-1};
@@ -63,6 +66,15 @@ class OpenFile {
   mutable std::atomic<std::size_t> append_end_{0};  // where the next append goes ("a" only)
   std::string direct_io_error_;
 };
+
+/// Test hooks for the O_DIRECT open (reliability audit #13); never set outside tests.
+struct OpenFileTestHooks {
+  /// Called between the buffered open and the O_DIRECT open, with the path.
+  void (*between_opens)(const std::string& path){nullptr};
+  /// Where the descriptors of this process are listed ("/proc/self/fd/").
+  const char* proc_fd_dir{"/proc/self/fd/"};
+};
+inline OpenFileTestHooks open_file_test_hooks;
 
 /// open(2) flags for a mode string ("r", "r+", "w", "w+", "a", "a+", with "b" anywhere).
 /// Throws std::invalid_argument naming the flags otherwise.
