@@ -13,19 +13,25 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <new>
 #include <cstddef>
 #include <future>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <kvikio/batch.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
+#include <kvikio/mmap.hpp>
 
 #include "api/open_handle.hpp"
 #include "core/open_file.hpp"
+#include "core/parallel_io.hpp"
 #include "test_utils.hpp"
 
 using kvikio::FileHandle;
@@ -302,4 +308,128 @@ TEST(Hardening, WithoutProcADirectOpenOfAnotherFileTurnsDirectIoOff)
   const auto& state = kvikio::detail::FileHandleAccess::state(f);
   EXPECT_NE(state->file.direct_io_error().find("reached another file"), std::string::npos)
     << state->file.direct_io_error();
+}
+
+// Audit #17: lifetimes and error details.
+namespace {
+/// Occupies the only thread of the pool until released, so that work queued meanwhile is
+/// certainly still waiting when the test closes the handle it came from.
+class PoolGate {
+ public:
+  PoolGate()
+  {
+    kvikio::defaults::set_num_threads(1);
+    done_ = kvikio::defaults::thread_pool().submit_task([this] { open_.get_future().wait(); });
+  }
+  ~PoolGate() { release(); }
+  void release()
+  {
+    if (!released_) {
+      released_ = true;
+      open_.set_value();
+      done_.get();
+    }
+  }
+
+ private:
+  std::promise<void> open_;
+  std::future<void> done_;
+  bool released_{false};
+};
+}  // namespace
+
+TEST(Hardening, MmapClosedBeforeItsPreadFinishesStillReadsTheBytes)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  const auto data = kvikio::test::random_bytes(3 << 20, 17);
+  const auto path = dir.file("mmap.bin");
+  kvikio::test::write_file(path, data);
+  std::vector<char> got(data.size());
+  std::future<std::size_t> fut;
+  {
+    PoolGate gate;
+    auto handle = std::make_unique<kvikio::MmapHandle>(path, "r");
+    fut         = handle->pread(got.data(), data.size(), 0, 1 << 20);
+    handle->close();
+    handle.reset();  // unmapped here before the fix: the queued copies then faulted
+  }
+  EXPECT_EQ(fut.get(), data.size());
+  EXPECT_EQ(got, data);
+}
+
+TEST(Hardening, BatchFallbackOwnsTheFileAndReportsWhyAnOperationFailed)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  const auto data = kvikio::test::random_bytes(10000, 18);
+  const auto path = dir.file("batch.bin");
+  kvikio::test::write_file(path, data);
+  std::vector<char> got(data.size()), past(100);
+  kvikio::BatchHandle batch(4);
+  {
+    PoolGate gate;
+    auto f = std::make_unique<FileHandle>(path, "r", FileHandle::m644, kvikio::CompatMode::ON);
+    batch.submit({{*f, got.data(), 0, 0, got.size(), kvikio::BatchOpcode::READ},
+                  {*f, past.data(), 20000, 0, past.size(), kvikio::BatchOpcode::READ}});
+    f.reset();  // the FileHandle is gone before the operations run
+  }
+  auto events = batch.status(2, 2);
+  ASSERT_EQ(events.size(), 2U);
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
+    return reinterpret_cast<std::uintptr_t>(a.cookie) < reinterpret_cast<std::uintptr_t>(b.cookie);
+  });
+  EXPECT_EQ(events[0].status, kvikio::BatchStatus::COMPLETE) << events[0].error;
+  EXPECT_EQ(events[0].ret, data.size());
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(events[1].status, kvikio::BatchStatus::FAILED);
+  EXPECT_EQ(events[1].ret, 0U);
+  EXPECT_NE(events[1].error.find("read past the end of file"), std::string::npos)
+    << events[1].error;
+  EXPECT_NE(events[1].error.find(path), std::string::npos) << events[1].error;
+}
+
+TEST(Hardening, BatchFallbackReportsTheErrnoOfAnOsError)
+{
+  TempDir dir;
+  const auto path = dir.file("batch_errno.bin");
+  kvikio::test::write_file(path, std::vector<char>(100, 'x'));
+  FileHandle f(path, "r", FileHandle::m644, kvikio::CompatMode::ON);
+  std::vector<char> buf(10, 'y');
+  // A write on a read-only descriptor (behind the mode check): pwrite(2) fails with EBADF.
+  FileHandle w(path, "r+", FileHandle::m644, kvikio::CompatMode::ON);
+  ASSERT_GE(::dup2(f.fd(), w.fd()), 0);
+  kvikio::BatchHandle batch(1);
+  batch.submit({{w, buf.data(), 0, 0, buf.size(), kvikio::BatchOpcode::WRITE}});
+  auto events = batch.status(1, 1);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].status, kvikio::BatchStatus::FAILED);
+  EXPECT_EQ(events[0].error_code, EBADF) << events[0].error;
+  EXPECT_NE(events[0].error.find(path), std::string::npos) << events[0].error;
+}
+
+TEST(Hardening, FailureToQueueAfterTheFirstJobStillCompletesTheRequest)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  kvikio::defaults::set_num_threads(4);
+  const auto data = kvikio::test::random_bytes(8 << 20, 19);
+  const auto path = dir.file("enqueue.bin");
+  kvikio::test::write_file(path, data);
+  FileHandle f(path, "r");
+  std::vector<char> got(data.size());
+  struct HookRestore {
+    ~HookRestore() { kvikio::detail::fail_enqueue_at_for_testing = -1; }
+  } hook_restore;
+  kvikio::detail::fail_enqueue_at_for_testing = 2;  // two jobs queued, the third fails
+  auto fut                                    = f.pread(got.data(), got.size(), 0, 256 * 1024);
+  EXPECT_EQ(fut.get(), data.size());
+  EXPECT_EQ(got, data);
+
+  // Nothing queued: the exception reaches the caller and nothing writes into the buffer later.
+  kvikio::detail::fail_enqueue_at_for_testing = 0;
+  std::vector<char> untouched(data.size(), 0);
+  EXPECT_THROW(f.pread(untouched.data(), untouched.size(), 0, 256 * 1024), std::bad_alloc);
+  kvikio::defaults::thread_pool().wait();
+  EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](char c) { return c == 0; }));
 }

@@ -273,6 +273,21 @@ std::shared_ptr<OpenHandle> open_handle(const std::string& path,
   return handle;
 }
 
+std::size_t blocking_io(Direction direction,
+                        const OpenHandle& handle,
+                        void* buf,
+                        std::size_t size,
+                        std::size_t file_offset)
+{
+  return single_call(direction,
+                     direction == Direction::read ? "read" : "write",
+                     handle,
+                     buf,
+                     size,
+                     file_offset,
+                     false);
+}
+
 }  // namespace detail
 
 FileHandle::FileHandle() noexcept = default;
