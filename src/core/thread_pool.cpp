@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 
 namespace kvikio {
@@ -24,6 +25,16 @@ Registry& registry()
   return *r;
 }
 std::once_flag atfork_once;
+
+// What a forked child abandons of a pool: the bytes of the old worker vector and job queue,
+// kept here so that their heap blocks stay reachable (a leak checker would otherwise report
+// them in every child) without ever running their destructors.
+struct Abandoned {
+  alignas(std::vector<std::thread>) unsigned char workers[sizeof(std::vector<std::thread>)];
+  alignas(std::queue<std::function<void()>>) unsigned char jobs[sizeof(
+    std::queue<std::function<void()>>)];
+};
+std::vector<Abandoned*>* abandoned_after_fork = nullptr;
 }  // namespace
 
 ThreadPool::ThreadPool(unsigned int num_threads)
@@ -159,7 +170,12 @@ void ThreadPool::after_fork_in_child() noexcept
   // they are built anew. Queued jobs belong to the parent's futures and are not run here.
   this_thread_is_worker      = false;
   this_worker_pool_destroyed = false;
+  if (abandoned_after_fork == nullptr) { abandoned_after_fork = new std::vector<Abandoned*>(); }
   for (ThreadPool* p : registry().pools) {
+    auto* old = new Abandoned;
+    std::memcpy(old->workers, static_cast<const void*>(&p->workers_), sizeof(p->workers_));
+    std::memcpy(old->jobs, static_cast<const void*>(&p->jobs_), sizeof(p->jobs_));
+    abandoned_after_fork->push_back(old);
     new (&p->mutex_) std::mutex();
     new (&p->job_available_) std::condition_variable();
     new (&p->idle_) std::condition_variable();
