@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include <kvikio/compat_mode.hpp>
 
 #include "core/task_split.hpp"
@@ -65,6 +68,53 @@ TEST(TaskSplit, CoversEveryByteForManyShapes)
       for (std::size_t size : {1UL, 4095UL, 4096UL, 4097UL, 100000UL, (1UL << 20) + 3}) {
         if (size / task_size > 200000) { continue; }
         expect_covers(split_into_tasks(size, offset, task_size), size, offset, task_size);
+      }
+    }
+  }
+}
+
+// The splitting loop as it was before TaskPieces computed pieces on demand (reliability audit
+// #10): the new closed form must give exactly the same pieces.
+std::vector<TaskRange> reference_split(std::size_t size, std::size_t offset, std::size_t task_size)
+{
+  std::vector<TaskRange> tasks;
+  const std::size_t end = offset + size;
+  for (std::size_t begin = offset; begin < end;) {
+    std::size_t stop = std::min(end, begin + task_size);
+    if (task_size >= page_size && stop < end) {
+      const std::size_t aligned = stop / page_size * page_size;
+      if (aligned > begin) { stop = aligned; }
+    }
+    tasks.push_back({begin - offset, begin, stop - begin});
+    begin = stop;
+  }
+  return tasks;
+}
+
+TEST(TaskSplit, PiecesOnDemandMatchTheReferenceLoop)
+{
+  for (std::size_t task_size :
+       {1UL, 2UL, 7UL, 4095UL, 4096UL, 4097UL, 8191UL, 8192UL, 12289UL, 65537UL, 1UL << 20}) {
+    for (std::size_t offset : {0UL, 1UL, 100UL, 4095UL, 4096UL, 4097UL, 12345UL, 1UL << 20}) {
+      for (std::size_t size : {0UL,
+                               1UL,
+                               2UL,
+                               4095UL,
+                               4096UL,
+                               4097UL,
+                               8192UL,
+                               12289UL,
+                               100000UL,
+                               (1UL << 20) - 1,
+                               (1UL << 20) + 3}) {
+        if (size / task_size > 20000) { continue; }
+        const kvikio::detail::TaskPieces pieces(size, offset, task_size);
+        const auto expect = reference_split(size, offset, task_size);
+        ASSERT_EQ(pieces.count(), expect.size()) << size << " " << offset << " " << task_size;
+        for (std::size_t i = 0; i < expect.size(); ++i) {
+          ASSERT_EQ(pieces[i], expect[i]) << size << " " << offset << " " << task_size << " #" << i;
+        }
+        EXPECT_EQ(split_into_tasks(size, offset, task_size), expect);
       }
     }
   }

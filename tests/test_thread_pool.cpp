@@ -89,3 +89,18 @@ TEST(ThreadPool, ZeroThreadsMeansOne)
   ThreadPool pool(0);
   EXPECT_EQ(pool.get_thread_count(), 1U);
 }
+
+// Reliability audit #17: a pool destroyed by one of its own jobs joined that job's thread
+// from itself, which throws inside the destructor: std::terminate.
+TEST(ThreadPool, DestroyedByItsOwnJobDoesNotTerminate)
+{
+  auto* pool = new ThreadPool(2);
+  std::atomic<int> later{0};
+  for (int i = 0; i < 100; ++i) {
+    pool->detach_task([&later] { ++later; });
+  }
+  auto destroyed = pool->submit_task([pool] { delete pool; });
+  ASSERT_EQ(destroyed.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  destroyed.get();
+  EXPECT_EQ(later.load(), 100);  // jobs queued before it still ran
+}

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <ctime>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <kvikio/export.hpp>
@@ -30,7 +31,9 @@ enum class BatchStatus : int {
 };
 
 /// One operation: `size` bytes between `file_handle` at `file_offset` and the device buffer
-/// `devPtr_base + devPtr_offset`. The file handle and the buffer must outlive the batch's use.
+/// `devPtr_base + devPtr_offset`. The buffer must stay valid until the operation is reported
+/// (or the batch is canceled or closed). The batch holds the open file itself from submit()
+/// on, so closing, moving or destroying the FileHandle afterwards is safe.
 struct KVIKIO_EXPORT BatchOp {
   FileHandle& file_handle;
   void* devPtr_base;
@@ -41,11 +44,15 @@ struct KVIKIO_EXPORT BatchOp {
 };
 
 /// A finished operation: `cookie` is the index of the op in its submit() call; `ret` the bytes
-/// moved (COMPLETE) or 0.
+/// moved (COMPLETE) or 0. For a FAILED operation of the POSIX path, `error` holds the message
+/// of the exception (naming the file and offset) and `error_code` its errno when it was an OS
+/// error (GenericSystemError), else 0; cuFile's batch API reports no details.
 struct KVIKIO_EXPORT BatchIOEvent {
   void* cookie;
   BatchStatus status;
   std::size_t ret;
+  int error_code{0};
+  std::string error{};
 };
 
 /// One batch. Workflow: construct with the most operations one submit may hold, submit(),

@@ -23,6 +23,10 @@ struct FileHandleAccess;
 }  // namespace detail
 
 /// Passed as `file_offset` to a write: 0, or the end of the file when it was opened with "a".
+/// Appends reserve their range when they are issued, atomically per handle: concurrent
+/// pwrite()s and write()s through one handle land one after the other, each intact, in the
+/// order they were issued. Appends through different handles or processes are not ordered
+/// against each other (each handle only sees the others' data once it is on disk).
 inline constexpr std::size_t unspecified_offset = std::numeric_limits<std::size_t>::max();
 
 /// A local file. Opening is eager (the constructor throws on failure); closing is idempotent
@@ -58,8 +62,18 @@ class KVIKIO_EXPORT FileHandle {
   ~FileHandle() noexcept;
 
   [[nodiscard]] bool closed() const noexcept;
-  /// Releases the handle's hold on the file; never throws. Idempotent.
-  void close() noexcept;
+  /// Closes the file. Idempotent; the handle is closed afterwards even when this throws.
+  /// Throws GenericSystemError (with errno, naming the file) when close(2) fails, for example
+  /// with a write-back error on NFS or a full quota: the data may not have been stored.
+  /// Work still queued (futures not yet waited for) keeps the file open until it finishes;
+  /// the descriptors are then closed by the last task and a failure cannot be reported, so
+  /// wait for every future before close() to see close errors. The destructor closes without
+  /// reporting errors.
+  void close();
+  /// Waits until the file's data and metadata are on stable storage (fsync(2)), including
+  /// data written through the O_DIRECT descriptor. Blocking. Throws GenericSystemError naming
+  /// the file on failure, std::invalid_argument on a closed handle.
+  void fsync();
 
   /// The path given at open (kept after close, for messages).
   [[nodiscard]] const std::string& path() const noexcept;

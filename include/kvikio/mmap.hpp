@@ -5,11 +5,12 @@
 
 #include <cstddef>
 #include <future>
+#include <memory>
 #include <optional>
 #include <string>
 
-#include <kvikio/export.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/export.hpp>
 #include <kvikio/file_handle.hpp>
 
 namespace kvikio {
@@ -17,7 +18,10 @@ namespace kvikio {
 /// A read-only mapping of `[initial_map_offset, initial_map_offset + initial_map_size)` of a
 /// file. Reads copy from the mapping; requests outside the mapped range throw
 /// std::out_of_range naming the range. Not thread safe for open/close; reads may run
-/// concurrently.
+/// concurrently. Work queued by pread() keeps the mapping alive: closing, moving or
+/// destroying the handle before its futures are ready is safe, and the pages are unmapped
+/// when the last such task finishes. Truncating the file under a mapping makes reads of the
+/// lost pages fault (SIGBUS), as with any mmap.
 class KVIKIO_EXPORT MmapHandle {
  public:
   MmapHandle() noexcept = default;
@@ -51,7 +55,8 @@ class KVIKIO_EXPORT MmapHandle {
   std::size_t read(void* buf,
                    std::optional<std::size_t> size = std::nullopt,
                    std::size_t offset              = 0);
-  /// Like read, split into `task_size` pieces on the shared pool; non-blocking.
+  /// Like read, split into `task_size` pieces on the shared pool; non-blocking. The tasks
+  /// hold the mapping, so the handle need not outlive the future (the buffer must).
   std::future<std::size_t> pread(void* buf,
                                  std::optional<std::size_t> size = std::nullopt,
                                  std::size_t offset              = 0,
@@ -67,6 +72,8 @@ class KVIKIO_EXPORT MmapHandle {
   void* map_base_{nullptr};        // page-aligned start given to munmap
   std::size_t map_length_{0};      // length given to munmap
   const char* map_data_{nullptr};  // the byte at file offset map_offset_
+  // Owns the mapping (munmap when the last owner goes): shared with queued pread tasks.
+  std::shared_ptr<void> mapping_;
   bool closed_{true};
 };
 

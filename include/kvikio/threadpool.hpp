@@ -18,6 +18,12 @@ namespace kvikio {
 
 /// A pool of worker threads running submitted jobs in FIFO order.
 /// Thread safe: any thread may submit. `resize` waits for queued jobs to finish first.
+///
+/// Fork safe: in a child created by fork() the parent's workers do not exist; the child
+/// abandons them (never joins them), starts with an empty queue and starts new workers when
+/// the first job is submitted. Jobs queued but not yet run in the parent at the time of the
+/// fork are run by the parent only; futures of the parent are not usable in the child.
+/// The pool may be destroyed by one of its own jobs: that worker is then detached.
 class KVIKIO_EXPORT ThreadPool {
  public:
   /// Starts `num_threads` workers (at least one).
@@ -41,7 +47,7 @@ class KVIKIO_EXPORT ThreadPool {
   /// Queues a job whose result nobody waits for. The job must not throw.
   void detach_task(std::function<void()> job) { enqueue(std::move(job)); }
 
-  /// Number of worker threads.
+  /// Number of worker threads (in a forked child: the number it starts on first use).
   [[nodiscard]] unsigned int get_thread_count() const noexcept;
 
   /// Waits until the queue is empty and every worker is idle.
@@ -57,8 +63,13 @@ class KVIKIO_EXPORT ThreadPool {
  private:
   void enqueue(std::function<void()> job);
   void start(unsigned int num_threads);
+  void start_locked(unsigned int num_threads);
   void stop();
   void worker_loop();
+  // pthread_atfork handlers for every live pool.
+  static void before_fork() noexcept;
+  static void after_fork_in_parent() noexcept;
+  static void after_fork_in_child() noexcept;
 
   mutable std::mutex mutex_;
   std::condition_variable job_available_;
@@ -67,6 +78,8 @@ class KVIKIO_EXPORT ThreadPool {
   std::vector<std::thread> workers_;
   std::size_t running_{0};
   bool stopping_{false};
+  unsigned int num_threads_{1};  // the size asked for, kept to restart after a fork
+  bool restart_{false};          // workers were abandoned by fork(): start on next enqueue
 };
 
 }  // namespace kvikio

@@ -52,8 +52,20 @@ class CuFile:
 
     # -- life cycle -------------------------------------------------------------------
     def close(self) -> None:
-        """Close the file (idempotent). IO already queued still completes."""
+        """Close the file (idempotent). IO already queued still completes.
+
+        Raises ``OSError`` when the operating system reports an error on close (for example
+        a write-back error on NFS), as :meth:`io.FileIO.close` does; the file is closed
+        either way. Errors of a close deferred by queued IO cannot be reported.
+        """
         self._handle.close()
+
+    def fsync(self) -> None:
+        """Wait until the file's data and metadata are on stable storage (``fsync(2)``).
+
+        ``OSError`` on failure, ``ValueError`` on a closed file.
+        """
+        self._handle.fsync()
 
     @property
     def closed(self) -> bool:

@@ -43,9 +43,24 @@ class File {
     handle_ = std::move(handle);
   }
 
-  /// Drops this object's hold on the file. A blocking call running in another thread keeps
-  /// its own hold, so the file is closed when that call returns, never under it.
-  void close() noexcept { handle_.reset(); }
+  /// Closes the file; OSError when close(2) fails, as io.FileIO.close() (the object is closed
+  /// either way). A blocking call running in another thread keeps its own hold, so the file
+  /// is then closed when that call returns, never under it, and unchecked.
+  void close()
+  {
+    auto handle = std::move(handle_);
+    if (handle && handle.use_count() == 1) {
+      nb::gil_scoped_release release;  // close(2) can wait for write-back (NFS)
+      handle->close();
+    }
+  }
+  /// fsync(2) of the file; OSError on failure, ValueError on a closed file.
+  void fsync() const
+  {
+    auto handle = checked();
+    nb::gil_scoped_release release;
+    handle->fsync();
+  }
   [[nodiscard]] bool closed() const noexcept { return !handle_ || handle_->closed(); }
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   [[nodiscard]] int fd() const { return checked()->fd(); }
@@ -205,6 +220,7 @@ void bind_file(nb::module_& m)
          "mode"_a        = 0644,
          "compat_mode"_a = nb::none())
     .def("close", &File::close)
+    .def("fsync", &File::fsync)
     .def_prop_ro("closed", &File::closed)
     .def_prop_ro("path", &File::path)
     .def("fileno", &File::fd)

@@ -8,7 +8,10 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <utility>
 
+#include "api/open_handle.hpp"
 #include "device/pointer.hpp"
 #include "shim/cufile_api.hpp"
 
@@ -28,6 +31,9 @@ struct BatchHandle::Impl {
     std::atomic<bool> cancel{false};
   };
   std::shared_ptr<Shared> shared = std::make_shared<Shared>();
+  // The files of the current cuFile submission, held so that their cuFile handles stay
+  // registered while the batch runs even if the FileHandles close (the POSIX tasks hold theirs).
+  std::vector<std::shared_ptr<detail::OpenHandle>> cufile_files;
 
   void wait_idle()
   {
@@ -97,7 +103,11 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
   }
   impl_->shared->cancel = false;
   impl_->using_cufile   = all_cufile;
+  impl_->cufile_files.clear();
   if (all_cufile) {
+    for (const auto& op : operations) {
+      impl_->cufile_files.push_back(detail::FileHandleAccess::state(op.file_handle));
+    }
     std::vector<CUfileIOParams_t> params(operations.size());
     for (std::size_t i = 0; i < operations.size(); ++i) {
       const auto& op                  = operations[i];
@@ -126,28 +136,34 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
   }
   for (std::size_t i = 0; i < operations.size(); ++i) {
     const auto& op = operations[i];
-    FileHandle* fh = &op.file_handle;
-    defaults::thread_pool().detach_task([shared, op_copy = op, fh, i]() noexcept {
+    // The task holds the open file, not the FileHandle, which may close or move meanwhile.
+    auto file = detail::FileHandleAccess::state(op.file_handle);
+    auto direction =
+      op.opcode == BatchOpcode::READ ? detail::Direction::read : detail::Direction::write;
+    auto* buf   = static_cast<char*>(op.devPtr_base) + op.devPtr_offset;
+    auto size   = op.size;
+    auto offset = static_cast<std::size_t>(op.file_offset);
+    defaults::thread_pool().detach_task([shared, file, direction, buf, size, offset, i]() noexcept {
       BatchIOEvent ev{reinterpret_cast<void*>(i), BatchStatus::COMPLETE, 0};
       if (shared->cancel) {
         ev.status = BatchStatus::CANCELED;
       } else {
         try {
-          ev.ret = op_copy.opcode == BatchOpcode::READ
-                     ? fh->read(op_copy.devPtr_base,
-                                op_copy.size,
-                                static_cast<std::size_t>(op_copy.file_offset),
-                                static_cast<std::size_t>(op_copy.devPtr_offset))
-                     : fh->write(op_copy.devPtr_base,
-                                 op_copy.size,
-                                 static_cast<std::size_t>(op_copy.file_offset),
-                                 static_cast<std::size_t>(op_copy.devPtr_offset));
+          ev.ret = detail::blocking_io(direction, *file, buf, size, offset);
+        } catch (const std::system_error& e) {
+          ev.status     = BatchStatus::FAILED;
+          ev.error_code = e.code().value();
+          ev.error      = e.what();
+        } catch (const std::exception& e) {
+          ev.status = BatchStatus::FAILED;
+          ev.error  = e.what();
         } catch (...) {
           ev.status = BatchStatus::FAILED;
+          ev.error  = "unknown exception";
         }
       }
       std::lock_guard lock(shared->mutex);
-      shared->finished.push_back(ev);
+      shared->finished.push_back(std::move(ev));
       --shared->running;
       shared->done_cv.notify_all();
     });

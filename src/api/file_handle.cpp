@@ -96,7 +96,10 @@ Request check_request(Direction direction,
 {
   file.require(direction);
   if (direction == Direction::write && file_offset == unspecified_offset) {
-    file_offset = file.append() ? file.nbytes() : 0;
+    // Appends reserve their range atomically: two requests issued before either ran must not
+    // both take the current size as their offset (reliability audit #2).
+    if (file.append()) { check_range(file.path(), size, 0); }
+    file_offset = file.append() ? file.reserve_append(size) : 0;
   }
   check_range(file.path(), size, file_offset);
   auto* start = const_cast<char*>(static_cast<const char*>(buf));
@@ -270,6 +273,21 @@ std::shared_ptr<OpenHandle> open_handle(const std::string& path,
   return handle;
 }
 
+std::size_t blocking_io(Direction direction,
+                        const OpenHandle& handle,
+                        void* buf,
+                        std::size_t size,
+                        std::size_t file_offset)
+{
+  return single_call(direction,
+                     direction == Direction::read ? "read" : "write",
+                     handle,
+                     buf,
+                     size,
+                     file_offset,
+                     false);
+}
+
 }  // namespace detail
 
 FileHandle::FileHandle() noexcept = default;
@@ -287,7 +305,17 @@ FileHandle& FileHandle::operator=(FileHandle&&) noexcept = default;
 FileHandle::~FileHandle() noexcept                       = default;
 
 bool FileHandle::closed() const noexcept { return file_ == nullptr; }
-void FileHandle::close() noexcept { file_.reset(); }
+void FileHandle::close()
+{
+  auto state = std::move(file_);  // closed from here on, even if closing fails
+  // Only the sole owner closes with a check: queued tasks may still be using the descriptors.
+  if (state && state.use_count() == 1) {
+    state->cufile = detail::CufileRegistration{};  // deregister before the descriptor goes
+    state->file.close();
+  }
+}
+
+void FileHandle::fsync() { checked_open_file().file.fsync(); }
 
 const std::string& FileHandle::path() const noexcept { return path_; }
 

@@ -69,8 +69,15 @@ MmapHandle::MmapHandle(const std::string& file_path,
       ::close(fd);
       throw GenericSystemError(err, "cannot map '" + file_path + "'");
     }
-    map_base_ = addr;
-    map_data_ = static_cast<const char*>(addr) + (map_offset_ - aligned);
+    map_base_         = addr;
+    map_data_         = static_cast<const char*>(addr) + (map_offset_ - aligned);
+    const auto length = map_length_;
+    try {
+      mapping_ = std::shared_ptr<void>(addr, [length](void* p) { ::munmap(p, length); });
+    } catch (...) {  // the deleter ran: the pages are unmapped
+      ::close(fd);
+      throw;
+    }
   }
   ::close(fd);  // the mapping keeps the file alive
   closed_ = false;
@@ -89,6 +96,7 @@ MmapHandle& MmapHandle::operator=(MmapHandle&& o) noexcept
     map_base_   = std::exchange(o.map_base_, nullptr);
     map_length_ = std::exchange(o.map_length_, 0);
     map_data_   = std::exchange(o.map_data_, nullptr);
+    mapping_    = std::move(o.mapping_);
     closed_     = std::exchange(o.closed_, true);
   }
   return *this;
@@ -98,7 +106,7 @@ MmapHandle::~MmapHandle() noexcept { close(); }
 
 void MmapHandle::close() noexcept
 {
-  if (map_base_ != nullptr) { ::munmap(map_base_, map_length_); }
+  mapping_.reset();  // unmapped now, or by the last queued pread task
   map_base_ = nullptr;
   map_data_ = nullptr;
   closed_   = true;
@@ -158,8 +166,10 @@ std::future<std::size_t> MmapHandle::pread(void* buf,
   auto* dst       = static_cast<char*>(buf);
   auto info       = n > 0 ? detail::get_pointer_info(buf) : detail::PointerInfo{};
   detail::check_device_range(info, buf, n, "mmap pread of '" + path_ + "'");
+  // The tasks share the mapping, so close() or destruction before the future is ready
+  // cannot unmap the pages under them (reliability audit #17).
   return detail::parallel_io(
-    [src, dst, info](const detail::TaskRange& t) {
+    [mapping = mapping_, src, dst, info](const detail::TaskRange& t) {
       if (info.host_accessible()) {
         std::memcpy(dst + t.buf_offset, src + t.buf_offset, t.size);
       } else {

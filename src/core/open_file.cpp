@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -69,18 +70,68 @@ OpenFile::OpenFile(std::string path, const std::string& flags, mode_t mode) : pa
     fd_ = -1;
     throw GenericSystemError(EISDIR, "cannot open '" + path_ + "': it is a directory");
   }
-  // The O_DIRECT descriptor must not truncate again; file systems without O_DIRECT (tmpfs)
-  // refuse it with EINVAL, which leaves Direct IO off for this file.
-  fd_direct_ = ::open(path_.c_str(), (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT);
+  append_end_ = static_cast<std::size_t>(st.st_size);
+  if (open_file_test_hooks.between_opens != nullptr) { open_file_test_hooks.between_opens(path_); }
+  open_direct(oflags, st);
+}
+
+// The O_DIRECT descriptor must be the same file as fd_: a second open of the path could reach
+// another file if the path was renamed or its symlink swapped meanwhile, and the middle of
+// every request would then go to one file and its head and tail to the other. Opening
+// /proc/self/fd/<fd> gives a new open file description of the same inode. Without /proc the
+// path is opened again and kept only if it is the same inode. It must not truncate again;
+// file systems without O_DIRECT (tmpfs) refuse it with EINVAL, leaving Direct IO off.
+void OpenFile::open_direct(int oflags, const struct stat& st)
+{
+  const int direct_flags = (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT;
+  const std::string proc = open_file_test_hooks.proc_fd_dir + std::to_string(fd_);
+  fd_direct_             = ::open(proc.c_str(), direct_flags);
+  if (fd_direct_ >= 0) { return; }
+  if (errno != ENOENT) {
+    direct_io_error_ = std::string("the O_DIRECT open failed: ") + std::strerror(errno);
+    return;
+  }
+  fd_direct_ = ::open(path_.c_str(), direct_flags);
   if (fd_direct_ < 0) {
     direct_io_error_ = std::string("the O_DIRECT open failed: ") + std::strerror(errno);
+    return;
+  }
+  struct stat direct_st {};
+  if (::fstat(fd_direct_, &direct_st) != 0 || direct_st.st_dev != st.st_dev ||
+      direct_st.st_ino != st.st_ino) {
+    ::close(fd_direct_);
+    fd_direct_ = -1;
+    direct_io_error_ =
+      "the O_DIRECT open of the path reached another file (renamed or replaced "
+      "after the first open)";
   }
 }
 
 OpenFile::~OpenFile() noexcept
 {
-  if (fd_direct_ >= 0) { ::close(fd_direct_); }
-  if (fd_ >= 0) { ::close(fd_); }
+  try {
+    close();
+  } catch (...) {  // a destructor cannot report it; close() is the checked way
+  }
+}
+
+void OpenFile::close()
+{
+  // close(2) releases the descriptor even when it fails (Linux), so it is never retried.
+  int err = 0;
+  for (int* fd : {&fd_direct_, &fd_}) {
+    if (*fd >= 0 && ::close(*fd) != 0 && err == 0) { err = errno; }
+    *fd = -1;
+  }
+  if (err != 0) { throw GenericSystemError(err, "cannot close '" + path_ + "'"); }
+}
+
+void OpenFile::fsync() const
+{
+  // fsync applies to the file, not to the descriptor: one call covers the data written
+  // through the O_DIRECT descriptor too, and flushes the device's cache for both.
+  if (fd_ < 0) { throw GenericSystemError(EBADF, "cannot fsync '" + path_ + "': it is closed"); }
+  if (::fsync(fd_) != 0) { throw GenericSystemError("cannot fsync '" + path_ + "'"); }
 }
 
 std::size_t OpenFile::nbytes() const
@@ -88,6 +139,17 @@ std::size_t OpenFile::nbytes() const
   struct stat st {};
   if (::fstat(fd_, &st) != 0) { throw GenericSystemError("cannot stat '" + path_ + "'"); }
   return static_cast<std::size_t>(st.st_size);
+}
+
+std::size_t OpenFile::reserve_append(std::size_t size) const
+{
+  const std::size_t on_disk = nbytes();
+  std::size_t end           = append_end_.load();
+  std::size_t start         = 0;
+  do {
+    start = std::max(end, on_disk);
+  } while (!append_end_.compare_exchange_weak(end, start + size));
+  return start;
 }
 
 void OpenFile::require(Direction direction) const

@@ -2,8 +2,10 @@
 // The descriptors of an open local file, shared by a FileHandle and the tasks it has queued,
 // so that closing the handle never pulls a descriptor from under a running task. Host-only:
 // which backend moves device memory (cuFile or the bounce buffers) is decided above this.
+#include <sys/stat.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -18,6 +20,7 @@ class OpenFile {
   /// Opens the buffered descriptor (throws GenericSystemError naming the file) and, where
   /// the file system allows, an O_DIRECT one (absent otherwise; direct_io_error() says why).
   OpenFile(std::string path, const std::string& flags, mode_t mode);
+  /// Closes the descriptors, ignoring errors (use close() to see them).
   ~OpenFile() noexcept;
   OpenFile(const OpenFile&)            = delete;
   OpenFile& operator=(const OpenFile&) = delete;
@@ -32,19 +35,46 @@ class OpenFile {
   [[nodiscard]] const std::string& direct_io_error() const noexcept { return direct_io_error_; }
   [[nodiscard]] std::size_t nbytes() const;
 
+  /// For a file opened with "a": reserves `size` bytes at the end of the file and returns
+  /// where they start. The end is kept in this object and advanced atomically, so requests
+  /// issued through it concurrently (pwrite futures not yet run, threads calling write) get
+  /// disjoint ranges in the order they reserved; it is raised to the fstat size first when
+  /// another writer made the file longer. Appends through other open files or processes are
+  /// not ordered against these (that would need O_APPEND, which parallel pieces cannot use).
+  [[nodiscard]] std::size_t reserve_append(std::size_t size) const;
+
+  /// Closes both descriptors; throws GenericSystemError naming the file when close(2) fails
+  /// (a write-back error on NFS, a quota hit), after closing both. Idempotent.
+  void close();
+  /// fsync(2): waits until the file's data and metadata are on stable storage. Throws
+  /// GenericSystemError naming the file.
+  void fsync() const;
+
   /// Throws std::invalid_argument unless the file was opened for reading (Direction::read)
   /// or writing (Direction::write).
   void require(Direction direction) const;
 
  private:
+  void open_direct(int oflags, const struct stat& st);
+
   std::string path_;
   int fd_{-1};
   int fd_direct_{-1};
   bool readable_{false};
   bool writable_{false};
   bool append_{false};
+  mutable std::atomic<std::size_t> append_end_{0};  // where the next append goes ("a" only)
   std::string direct_io_error_;
 };
+
+/// Test hooks for the O_DIRECT open (reliability audit #13); never set outside tests.
+struct OpenFileTestHooks {
+  /// Called between the buffered open and the O_DIRECT open, with the path.
+  void (*between_opens)(const std::string& path){nullptr};
+  /// Where the descriptors of this process are listed ("/proc/self/fd/").
+  const char* proc_fd_dir{"/proc/self/fd/"};
+};
+inline OpenFileTestHooks open_file_test_hooks;
 
 /// open(2) flags for a mode string ("r", "r+", "w", "w+", "a", "a+", with "b" anywhere).
 /// Throws std::invalid_argument naming the flags otherwise.

@@ -1,11 +1,13 @@
 #pragma once
 // Running the pieces of a request on the shared pool, gathered into one future.
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <exception>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <utility>
 
 #include <kvikio/defaults.hpp>
@@ -14,50 +16,82 @@
 
 namespace kvikio::detail {
 
+/// Test hook: when >= 0, queueing the job with this index throws std::bad_alloc, as a full
+/// heap would (reliability audit #17). Never set outside tests.
+inline std::atomic<int> fail_enqueue_at_for_testing{-1};
+
 /// Runs `op(TaskRange)` (returning the bytes it moved, throwing on failure) for every piece of
 /// the request on the shared pool. The future is ready once every piece finished: it holds
 /// the sum of the bytes, or the first exception any piece threw. Never blocks the caller.
+///
+/// At most one job per pool thread is queued, and the jobs take the pieces in order from a
+/// shared counter, so memory does not grow with size / task_size (reliability audit #10).
+/// A task_size below one page is raised to one page: smaller pieces cost a system call (or an
+/// HTTP request) per few bytes and gain nothing.
 template <typename Op>
 std::future<std::size_t> parallel_io(Op op,
                                      std::size_t size,
                                      std::size_t file_offset,
                                      std::size_t task_size)
 {
-  auto tasks = split_into_tasks(size, file_offset, task_size);
-  if (tasks.empty()) {
+  const TaskPieces pieces(size, file_offset, std::max(task_size, page_size));
+  if (pieces.count() == 0) {
     std::promise<std::size_t> done;
     done.set_value(0);
     return done.get_future();
   }
-  // The last piece to finish fulfils the promise, so the future is a real one: wait_for()
+  // The last job to finish fulfils the promise, so the future is a real one: wait_for()
   // answers truthfully and no thread of the pool blocks waiting on its siblings.
   struct Gather {
-    std::promise<std::size_t> promise;
-    std::atomic<std::size_t> remaining;
+    Gather(Op o, TaskPieces p, std::size_t jobs) : op(std::move(o)), pieces(p), remaining_jobs(jobs)
+    {
+    }
+    Op op;
+    TaskPieces pieces;
+    std::atomic<std::size_t> next_piece{0};
+    std::atomic<std::size_t> remaining_jobs;
     std::atomic<std::size_t> bytes{0};
     std::mutex error_mutex;
     std::exception_ptr first_error;
-    explicit Gather(std::size_t n) : remaining(n) {}
-  };
-  auto gather = std::make_shared<Gather>(tasks.size());
-  auto future = gather->promise.get_future();
-  auto& pool  = defaults::thread_pool();
-  for (const auto& task : tasks) {
-    pool.detach_task([gather, op, task]() noexcept {
-      try {
-        gather->bytes += op(task);
-      } catch (...) {
-        std::lock_guard lock(gather->error_mutex);
-        if (!gather->first_error) { gather->first_error = std::current_exception(); }
+    std::promise<std::size_t> promise;
+
+    void finish()
+    {
+      if (first_error) {
+        promise.set_exception(first_error);
+      } else {
+        promise.set_value(bytes.load());
       }
-      if (gather->remaining.fetch_sub(1) == 1) {
-        if (gather->first_error) {
-          gather->promise.set_exception(gather->first_error);
-        } else {
-          gather->promise.set_value(gather->bytes.load());
+    }
+    // Every piece runs even after one failed, as when each piece was its own task.
+    void run() noexcept
+    {
+      for (std::size_t i = next_piece++; i < pieces.count(); i = next_piece++) {
+        try {
+          bytes += op(pieces[i]);
+        } catch (...) {
+          std::lock_guard lock(error_mutex);
+          if (!first_error) { first_error = std::current_exception(); }
         }
       }
-    });
+      if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
+    }
+  };
+  auto& pool             = defaults::thread_pool();
+  const std::size_t jobs = std::min<std::size_t>(pieces.count(), pool.get_thread_count());
+  auto gather            = std::make_shared<Gather>(std::move(op), pieces, jobs);
+  auto future            = gather->promise.get_future();
+  for (std::size_t j = 0; j < jobs; ++j) {
+    try {
+      if (static_cast<int>(j) == fail_enqueue_at_for_testing.load()) { throw std::bad_alloc(); }
+      pool.detach_task([gather]() noexcept { gather->run(); });
+    } catch (...) {
+      // Nothing queued: nothing runs, the caller may free the buffer. Otherwise the queued
+      // jobs take every piece between them: the request completes, just with fewer jobs.
+      if (j == 0) { throw; }
+      if (gather->remaining_jobs.fetch_sub(jobs - j) == jobs - j) { gather->finish(); }
+      break;
+    }
   }
   return future;
 }

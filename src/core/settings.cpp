@@ -3,6 +3,8 @@
 // name-keyed get/set all go through it, so a rule (a range, a type) is written once.
 #include <kvikio/defaults.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -12,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -311,8 +314,37 @@ std::mutex& settings_instance_mutex()
   return m;
 }
 
+// fork() while another thread holds a settings lock (pool workers read settings all the
+// time) would leave it locked forever in the child: hold both locks across fork() instead.
+// The pool is never created or destroyed under these locks, so this cannot deadlock against
+// the thread pool's own fork handler.
+void settings_before_fork() noexcept
+{
+  settings_instance_mutex().lock();
+  if (settings_instance()) { settings_instance()->mutex.lock(); }
+}
+void settings_after_fork_in_parent() noexcept
+{
+  if (settings_instance()) { settings_instance()->mutex.unlock(); }
+  settings_instance_mutex().unlock();
+}
+void settings_after_fork_in_child() noexcept
+{
+  if (settings_instance()) {
+    // A resize in progress in another thread of the parent never finishes here.
+    new (&settings_instance()->resize_mutex) std::mutex();
+    settings_instance()->mutex.unlock();
+  }
+  settings_instance_mutex().unlock();
+}
+
 Settings& settings()
 {
+  static std::once_flag atfork_once;
+  std::call_once(atfork_once, [] {
+    ::pthread_atfork(
+      &settings_before_fork, &settings_after_fork_in_parent, &settings_after_fork_in_child);
+  });
   std::lock_guard lock(settings_instance_mutex());
   auto& instance = settings_instance();
   if (!instance) { instance = std::make_unique<Settings>(); }
@@ -431,13 +463,19 @@ void defaults::set_num_threads(unsigned int n)
 ThreadPool& defaults::thread_pool()
 {
   auto& s = settings();
-  std::lock_guard lock(s.mutex);
-  if (!s.pool) {
-    s.pool = std::make_unique<ThreadPool>(
-      static_cast<unsigned int>(std::get<std::int64_t>(s[Id::num_threads].value)));
+  unsigned int n{};
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.pool) { return *s.pool; }
+    n = static_cast<unsigned int>(std::get<std::int64_t>(s[Id::num_threads].value));
   }
+  // Created outside `mutex`: a pool registers itself with the fork handlers under their own
+  // lock, which must never be taken while a settings lock is held.
+  auto fresh = std::make_unique<ThreadPool>(n);
+  std::lock_guard lock(s.mutex);
+  if (!s.pool) { s.pool = std::move(fresh); }
   return *s.pool;
-}
+}  // a pool that lost the race to another thread is destroyed here, after the lock
 
 std::size_t defaults::task_size() { return typed<std::size_t>(Id::task_size); }
 void defaults::set_task_size(std::size_t nbytes)

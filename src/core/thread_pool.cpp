@@ -1,21 +1,70 @@
 #include <kvikio/threadpool.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <cstring>
+#include <new>
 
 namespace kvikio {
 
 namespace {
 thread_local bool this_thread_is_worker = false;
+// Set on a worker whose job destroyed its own pool: the loop must not touch the pool again.
+thread_local bool this_worker_pool_destroyed = false;
+
+// Every live pool, for the fork handlers. Leaked: pools may be destroyed during static
+// destruction, after a function-local static would be gone.
+struct Registry {
+  std::mutex mutex;
+  std::vector<ThreadPool*> pools;
+};
+Registry& registry()
+{
+  static auto* r = new Registry();
+  return *r;
+}
+std::once_flag atfork_once;
+
+// What a forked child abandons of a pool: the bytes of the old worker vector and job queue,
+// kept here so that their heap blocks stay reachable (a leak checker would otherwise report
+// them in every child) without ever running their destructors.
+struct Abandoned {
+  alignas(std::vector<std::thread>) unsigned char workers[sizeof(std::vector<std::thread>)];
+  alignas(std::queue<std::function<void()>>) unsigned char jobs[sizeof(
+    std::queue<std::function<void()>>)];
+};
+std::vector<Abandoned*>* abandoned_after_fork = nullptr;
+}  // namespace
+
+ThreadPool::ThreadPool(unsigned int num_threads)
+{
+  std::call_once(atfork_once, [] {
+    ::pthread_atfork(&ThreadPool::before_fork,
+                     &ThreadPool::after_fork_in_parent,
+                     &ThreadPool::after_fork_in_child);
+  });
+  {
+    std::lock_guard lock(registry().mutex);
+    registry().pools.push_back(this);
+  }
+  start(num_threads);
 }
 
-ThreadPool::ThreadPool(unsigned int num_threads) { start(num_threads); }
-
-ThreadPool::~ThreadPool() { stop(); }
+ThreadPool::~ThreadPool()
+{
+  {
+    std::lock_guard lock(registry().mutex);
+    auto& pools = registry().pools;
+    pools.erase(std::remove(pools.begin(), pools.end(), this), pools.end());
+  }
+  stop();
+}
 
 unsigned int ThreadPool::get_thread_count() const noexcept
 {
   std::lock_guard lock(mutex_);
-  return static_cast<unsigned int>(workers_.size());
+  return restart_ ? num_threads_ : static_cast<unsigned int>(workers_.size());
 }
 
 bool ThreadPool::is_worker_thread() noexcept { return this_thread_is_worker; }
@@ -24,6 +73,7 @@ void ThreadPool::enqueue(std::function<void()> job)
 {
   {
     std::lock_guard lock(mutex_);
+    if (restart_) { start_locked(num_threads_); }
     jobs_.push(std::move(job));
   }
   job_available_.notify_one();
@@ -45,9 +95,16 @@ void ThreadPool::reset(unsigned int num_threads)
 void ThreadPool::start(unsigned int num_threads)
 {
   std::lock_guard lock(mutex_);
-  stopping_ = false;
-  workers_.reserve(std::max(1U, num_threads));
-  for (unsigned int i = 0; i < std::max(1U, num_threads); ++i) {
+  start_locked(num_threads);
+}
+
+void ThreadPool::start_locked(unsigned int num_threads)
+{
+  stopping_    = false;
+  restart_     = false;
+  num_threads_ = std::max(1U, num_threads);
+  workers_.reserve(num_threads_);
+  for (unsigned int i = 0; i < num_threads_; ++i) {
     workers_.emplace_back([this] { worker_loop(); });
   }
 }
@@ -59,8 +116,16 @@ void ThreadPool::stop()
     stopping_ = true;
   }
   job_available_.notify_all();
+  const auto self = std::this_thread::get_id();
   for (auto& worker : workers_) {
-    worker.join();
+    if (worker.get_id() == self) {
+      // A job is destroying its own pool: joining this thread would deadlock (and throw
+      // inside a destructor). Let it finish the job and leave without touching the pool.
+      this_worker_pool_destroyed = true;
+      worker.detach();
+    } else {
+      worker.join();
+    }
   }
   std::lock_guard lock(mutex_);
   workers_.clear();
@@ -81,12 +146,46 @@ void ThreadPool::worker_loop()
       ++running_;
     }
     job();
+    if (this_worker_pool_destroyed) { return; }
     {
       std::lock_guard lock(mutex_);
       --running_;
       if (jobs_.empty() && running_ == 0) { idle_.notify_all(); }
     }
   }
+}
+
+// The registry lock is held across fork() so that the child sees a consistent list. The
+// pools' own state is not locked: the child rebuilds it from scratch instead.
+void ThreadPool::before_fork() noexcept { registry().mutex.lock(); }
+
+void ThreadPool::after_fork_in_parent() noexcept { registry().mutex.unlock(); }
+
+void ThreadPool::after_fork_in_child() noexcept
+{
+  // Only the forking thread exists in the child. The parent's workers are gone: their
+  // std::thread objects must be neither joined (that would hang) nor destroyed (joinable:
+  // std::terminate), so the old vector and queue are abandoned, leaked, in place. The locks
+  // and condition variables may have been held or waited on by threads that no longer exist;
+  // they are built anew. Queued jobs belong to the parent's futures and are not run here.
+  this_thread_is_worker      = false;
+  this_worker_pool_destroyed = false;
+  if (abandoned_after_fork == nullptr) { abandoned_after_fork = new std::vector<Abandoned*>(); }
+  for (ThreadPool* p : registry().pools) {
+    auto* old = new Abandoned;
+    std::memcpy(old->workers, static_cast<const void*>(&p->workers_), sizeof(p->workers_));
+    std::memcpy(old->jobs, static_cast<const void*>(&p->jobs_), sizeof(p->jobs_));
+    abandoned_after_fork->push_back(old);
+    new (&p->mutex_) std::mutex();
+    new (&p->job_available_) std::condition_variable();
+    new (&p->idle_) std::condition_variable();
+    new (&p->jobs_) std::queue<std::function<void()>>();
+    new (&p->workers_) std::vector<std::thread>();
+    p->running_  = 0;
+    p->stopping_ = false;
+    p->restart_  = true;
+  }
+  registry().mutex.unlock();
 }
 
 }  // namespace kvikio

@@ -1,8 +1,12 @@
 #include "device/bounce_buffer.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -21,13 +25,32 @@ struct Pool {
   std::vector<std::pair<char*, std::size_t>> free;
   std::atomic<std::size_t> held{0};
   std::atomic<std::size_t> peak{0};
+  std::atomic<std::uint64_t> generation{0};  // bumped in a forked child
 };
+
+void after_fork_in_child() noexcept;
 
 Pool& pool()
 {
   // Leaked on purpose: buffers may come back from threads that outlive static destruction.
-  static auto* p = new Pool();
+  static auto* p = [] {
+    ::pthread_atfork(nullptr, nullptr, &after_fork_in_child);
+    return new Pool();
+  }();
   return *p;
+}
+
+// The parent's pinned buffers are unusable in a forked child (CUDA state does not survive
+// fork, and pinned pages are not inherited), and the CUDA driver must not be called here:
+// forget them without freeing. The lock may have been held by a thread that does not exist
+// in the child, so it is built anew; buffers of the old generation are never pooled again.
+void after_fork_in_child() noexcept
+{
+  auto& p = pool();
+  new (&p.mutex) std::mutex();
+  new (&p.free) std::vector<std::pair<char*, std::size_t>>();
+  p.held = 0;
+  ++p.generation;
 }
 
 // Pinned buffers are allocated in device 0's primary context, retained for the process, so
@@ -62,8 +85,9 @@ BounceBuffer::BounceBuffer()
       auto [data, size] = p.free.back();
       p.free.pop_back();
       if (size == want) {
-        data_ = data;
-        size_ = size;
+        data_       = data;
+        size_       = size;
+        generation_ = p.generation;
         return;
       }
       free_pinned(data, size);  // bounce_buffer_size changed since it was allocated
@@ -77,6 +101,7 @@ BounceBuffer::BounceBuffer()
              "for a bounce buffer of " + std::to_string(want) + " bytes");
   data_               = static_cast<char*>(mem);
   size_               = want;
+  generation_         = p.generation;
   const auto now_held = p.held += want;
   auto peak           = p.peak.load();
   while (now_held > peak && !p.peak.compare_exchange_weak(peak, now_held)) {}
@@ -84,7 +109,8 @@ BounceBuffer::BounceBuffer()
 
 BounceBuffer::~BounceBuffer() noexcept
 {
-  auto& p          = pool();
+  auto& p = pool();
+  if (generation_ != p.generation) { return; }  // allocated before a fork: see above
   std::size_t keep = 1;
   std::size_t want = 0;
   try {

@@ -3,6 +3,7 @@
 // allocated per call: each in-flight device piece holds one buffer of bounce_buffer_size, so
 // the pool holds at most (pool threads + callers doing device IO on their own thread) buffers.
 #include <cstddef>
+#include <cstdint>
 
 namespace kvikio::detail {
 
@@ -23,6 +24,7 @@ class BounceBuffer {
  private:
   char* data_{nullptr};
   std::size_t size_{0};
+  std::uint64_t generation_{0};  // the pool's generation when taken (a fork starts a new one)
 };
 
 /// Bytes of pinned memory the pool holds now (in use and free), and the most it ever held.

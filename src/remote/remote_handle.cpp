@@ -188,7 +188,9 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
   // request, so an unbounded request would turn a large, healthy read into a timeout.
   const auto info  = detail::destination_info(buf, size, redact_url(endpoint_->url()));
   std::size_t done = 0;
-  for (const auto& t : detail::split_into_tasks(size, file_offset, defaults::task_size())) {
+  const detail::TaskPieces pieces(size, file_offset, defaults::task_size());
+  for (std::size_t i = 0; i < pieces.count(); ++i) {
+    const auto t = pieces[i];
     done += detail::read_range_into(
       *endpoint_, info, static_cast<char*>(buf) + t.buf_offset, t.size, t.file_offset);
   }

@@ -1,5 +1,7 @@
 #include "remote/transfer.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -38,12 +40,28 @@ struct ThreadCurl {
 };
 thread_local ThreadCurl thread_curl;
 
+// In a forked child the cached handle's connections are sockets shared with the parent: a
+// request (or a TLS close_notify from curl_easy_cleanup) on them would interleave with the
+// parent's traffic. Forget the forking thread's handle without cleaning it up; the other
+// threads' caches died with their threads.
+void forget_thread_curl_after_fork() noexcept
+{
+  // Kept reachable (never cleaned up) so that a leak checker does not report it in children.
+  [[maybe_unused]] static CURL* volatile abandoned = nullptr;
+  if (thread_curl.handle != nullptr) { abandoned = thread_curl.handle; }
+  thread_curl.handle = nullptr;
+  thread_curl.in_use = false;
+}
+
 }  // namespace
 
 CurlHandle::CurlHandle()
 {
   // curl_global_init is not thread safe on every libcurl build; do it once, explicitly.
-  std::call_once(curl_global_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  std::call_once(curl_global_once, [] {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    ::pthread_atfork(nullptr, nullptr, &forget_thread_curl_after_fork);
+  });
   if (!thread_curl.in_use) {
     if (thread_curl.handle == nullptr) { thread_curl.handle = curl_easy_init(); }
     handle_ = thread_curl.handle;
