@@ -118,9 +118,12 @@ class Remote {
   [[nodiscard]] std::string mode() const
   {
     switch (checked()->mode()) {
-      case RemoteOpenMode::READ: return "r";
-      case RemoteOpenMode::WRITE: return "w";
-      case RemoteOpenMode::APPEND: return "a";
+      case RemoteOpenMode::READ:
+        return "r";
+      case RemoteOpenMode::WRITE:
+        return "w";
+      case RemoteOpenMode::APPEND:
+        return "a";
     }
     return "r";
   }
@@ -156,8 +159,8 @@ class Remote {
   /// accepted for symmetry with the read methods (writes go in parts of `part_size`).
   std::size_t write(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
-    auto view   = BufferView::from_object(buf, /*writable=*/false);
-    auto handle = checked();
+    auto view           = BufferView::from_object(buf, /*writable=*/false);
+    auto handle         = checked();
     const std::size_t n = request_size(view, size);
     auto off            = to_opt_size(file_offset, "file_offset");
     (void)task_size_or_default(task_size);
@@ -167,8 +170,8 @@ class Remote {
 
   IOFuture pwrite(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
-    auto view   = BufferView::from_object(buf, /*writable=*/false);
-    auto handle = checked();
+    auto view             = BufferView::from_object(buf, /*writable=*/false);
+    auto handle           = checked();
     const std::size_t n   = request_size(view, size);
     const std::size_t off = file_offset.is_none() ? 0 : to_size(file_offset, "file_offset");
     (void)task_size_or_default(task_size);
@@ -348,11 +351,10 @@ void bind_remote(nb::module_& m)
     .def_static(
       "open_s3_presigned_url",
       [](const std::string& url, nb::handle nbytes, const std::string& mode) {
-        return Remote::make_mode(
-          [&] { return std::make_unique<S3EndpointWithPresignedUrl>(url); },
-          nbytes,
-          mode,
-          nb::none());
+        return Remote::make_mode([&] { return std::make_unique<S3EndpointWithPresignedUrl>(url); },
+                                 nbytes,
+                                 mode,
+                                 nb::none());
       },
       "presigned_url"_a,
       "nbytes"_a = nb::none(),
