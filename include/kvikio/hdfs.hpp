@@ -36,6 +36,12 @@ class KVIKIO_EXPORT WebHdfsEndpoint : public RemoteEndpoint {
   void setup_range_request(CurlHandle& curl, std::size_t file_offset, std::size_t size) override;
   /// True for an http(s) URL whose path starts with /webhdfs/v1/.
   static bool is_url_valid(const std::string& url) noexcept;
+  /// The URL of a request with the query `op_params` ("op=CREATE&overwrite=true"), the user
+  /// name and the URL's other parameters (unredacted: it may hold a delegation token).
+  [[nodiscard]] std::string op_url(const std::string& op_params) const
+  {
+    return request_url(op_params);
+  }
   /// The user name requests are sent with, if any.
   [[nodiscard]] const std::optional<std::string>& username() const noexcept { return username_; }
 

@@ -121,6 +121,35 @@ class KVIKIO_EXPORT RemoteObjectChangedError : public RemoteError {
   using RemoteError::RemoteError;
 };
 
+/// A write could not be done or committed as asked (the base of the write-side errors below;
+/// HTTP failures of a write are RemoteHttpError and the other classes above, as for reads).
+/// When a write handle throws one of these from `close`, the upload was aborted first.
+class KVIKIO_EXPORT RemoteWriteError : public RemoteError {
+ public:
+  using RemoteError::RemoteError;
+};
+
+/// `close` found bytes of [0, size) that no write covered; the message names the holes
+/// ("[a, b)"). The upload was aborted: no object became visible.
+class KVIKIO_EXPORT RemoteIncompleteWriteError : public RemoteWriteError {
+ public:
+  using RemoteWriteError::RemoteWriteError;
+};
+
+/// A write ends past the size declared when the handle was opened, or past the largest object
+/// the part size allows (S3: 10,000 parts). Thrown before any byte of the write is taken.
+class KVIKIO_EXPORT RemoteWritePastEndError : public RemoteWriteError {
+ public:
+  using RemoteWriteError::RemoteWriteError;
+};
+
+/// An operation the handle's mode does not allow: a read on a write handle, a write on a read
+/// handle, any IO after `close` or `abort`. `http_status()` is 0 (nothing was sent).
+class KVIKIO_EXPORT RemoteModeError : public RemoteError {
+ public:
+  using RemoteError::RemoteError;
+};
+
 /// `url` with what must never be printed removed: user:password in the authority and the
 /// values of query parameters that carry signatures, credentials or tokens. For messages.
 KVIKIO_EXPORT std::string redact_url(const std::string& url);
@@ -265,8 +294,56 @@ KVIKIO_EXPORT RemoteEndpointType infer_remote_endpoint_type(const std::string& u
 // RemoteHandle
 // ---------------------------------------------------------------------------------------------
 
-/// A read-only handle on one remote object. Thread safe: several reads may run at once.
-/// Movable, not copyable. Futures from `pread` must not outlive the handle.
+namespace detail {
+class RemoteWriter;
+}
+
+/// What a RemoteHandle is opened for.
+enum class RemoteOpenMode : std::uint8_t {
+  READ,    ///< Read an existing object (the default).
+  WRITE,   ///< Create the object (replacing one of the same name when it becomes visible).
+  APPEND,  ///< WebHDFS only: add bytes at the end of an existing file.
+};
+
+/// How a write handle uploads. All fields are optional.
+struct RemoteWriteOptions {
+  /// S3: the multipart part size, at least 5 MiB (S3's minimum) and at most 5 GiB; default
+  /// max(task_size, 5 MiB), raised so that a declared `nbytes` fits in 10,000 parts. WebHDFS:
+  /// the size of each APPEND (default as for S3). Presigned URLs: the buffering granule.
+  std::optional<std::size_t> part_size{};
+  /// The object's size, when known: writes past it throw RemoteWritePastEndError, and the last
+  /// part goes out as soon as it is complete rather than at close.
+  std::optional<std::size_t> nbytes{};
+  /// The most parts held in host memory at once (partly written, or waiting for their upload);
+  /// default max(8, 2 x num_threads). A write that needs one more waits for an upload to finish,
+  /// or throws RemoteWriteError when none is under way (too many parts partly written).
+  std::optional<std::size_t> max_buffered_parts{};
+  /// WebHDFS WRITE: replace an existing file (op=CREATE&overwrite=true). When false, CREATE
+  /// fails with the server's 403 on an existing file.
+  bool overwrite{true};
+};
+
+/// A handle on one remote object, for reading (the default) or writing. Thread safe: several
+/// reads, or several writes, may run at once. Movable, not copyable. Futures from `pread` must
+/// not outlive the handle.
+///
+/// Writing (RemoteOpenMode::WRITE / APPEND; endpoints S3, S3_PRESIGNED_URL and WEBHDFS):
+/// `write`/`pwrite` take bytes at any offsets, in any order, from host or device memory (device
+/// memory is staged through the pinned bounce-buffer pool), copying them into part buffers
+/// before they return; parts of `part_size` bytes go out in the background on the shared pool
+/// as soon as they are complete: S3 as a multipart upload (parts in parallel, each retried per
+/// http_max_attempts / http_status_codes), WebHDFS as CREATE then APPENDs in file order
+/// (following the name node's redirect to a data node). An S3 object smaller than one part is
+/// one PutObject at close; a presigned PUT URL allows one PUT only, so the whole object is
+/// held in host memory until close. Host memory is bounded by `max_buffered_parts` x
+/// `part_size` (except for presigned URLs). Bytes once complete in a part that went out cannot
+/// be written again (RemoteWriteError).
+///
+/// Commit or nothing: `close()` makes the object visible only when the bytes written cover
+/// [0, size) with no hole (size: the declared `nbytes`, else the end of the furthest write);
+/// otherwise, on any failed part, or on `abort()` or destruction without `close()`, the upload
+/// is aborted (S3 AbortMultipartUpload: no parts are left behind; WebHDFS: a file this handle
+/// created is deleted, an append is truncated back to the file's former length).
 class KVIKIO_EXPORT RemoteHandle {
  public:
   /// Opens `url` as `remote_endpoint_type` (AUTO: inferred, trying the types of `allow_list`
@@ -284,6 +361,14 @@ class KVIKIO_EXPORT RemoteHandle {
   /// A handle on `endpoint`; asks the server for the size (blocking).
   explicit RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint);
 
+  /// A handle on `endpoint` opened for `mode`. READ is as the constructor above. WRITE sends
+  /// nothing yet; APPEND (WebHDFS) asks for the file's current size. Blocking.
+  /// @throws std::invalid_argument for an endpoint that cannot be written (HTTP, S3_PUBLIC),
+  /// APPEND on an S3 endpoint, or a part size outside [5 MiB, 5 GiB]; RemoteError.
+  RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint,
+               RemoteOpenMode mode,
+               RemoteWriteOptions options = {});
+
   RemoteHandle(RemoteHandle&&) noexcept            = default;
   RemoteHandle& operator=(RemoteHandle&&) noexcept = default;
   RemoteHandle(const RemoteHandle&)                = delete;
@@ -291,8 +376,11 @@ class KVIKIO_EXPORT RemoteHandle {
   ~RemoteHandle();
 
   [[nodiscard]] RemoteEndpointType remote_endpoint_type() const noexcept;
-  /// The object's size in bytes (known since construction; no request).
-  [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
+  /// The object's size in bytes (known since construction; no request). On a write handle: the
+  /// declared size, else the end of the furthest write so far.
+  [[nodiscard]] std::size_t nbytes() const noexcept;
+  /// What the handle was opened for.
+  [[nodiscard]] RemoteOpenMode mode() const noexcept { return mode_; }
   [[nodiscard]] const RemoteEndpoint& endpoint() const noexcept { return *endpoint_; }
 
   /// Reads `size` bytes at `file_offset` into `buf` (host or device memory; device memory is
@@ -311,10 +399,42 @@ class KVIKIO_EXPORT RemoteHandle {
                                  std::size_t file_offset = 0,
                                  std::size_t task_size   = defaults::task_size());
 
+  /// Writes `size` bytes of `buf` (host or device memory) at `file_offset`, or, without one, at
+  /// the end of the previous `write` (0 at first). Returns once the bytes are copied into part
+  /// buffers (the caller may reuse `buf`); complete parts upload in the background. Returns
+  /// `size`. Blocking when `max_buffered_parts` is reached, until an upload finishes.
+  /// @throws RemoteModeError on a read handle or after close/abort; RemoteWritePastEndError;
+  /// RemoteWriteError (rewriting bytes already sent, too many parts partly written); the error
+  /// of an earlier background upload (the handle is then failed: close aborts).
+  std::size_t write(const void* buf,
+                    std::size_t size,
+                    std::optional<std::size_t> file_offset = std::nullopt);
+
+  /// Like `write` at `file_offset`; the bytes are taken (copied) before it returns, so the
+  /// future is ready at once with `size` (kept for symmetry with `pread`).
+  std::future<std::size_t> pwrite(const void* buf, std::size_t size, std::size_t file_offset = 0);
+
+  /// Commits a write handle (see the class comment): waits for the uploads, checks that
+  /// [0, size) is covered, sends the rest and completes the upload. Blocking. On any failure
+  /// the upload is aborted and the error thrown (RemoteIncompleteWriteError naming the holes,
+  /// or the failed request's error). Idempotent; on a read handle it only closes it.
+  void close();
+
+  /// Aborts a write handle's upload (waits for parts under way, then S3 AbortMultipartUpload
+  /// or the WebHDFS clean-up). Never throws; idempotent; nothing on a read handle.
+  void abort() noexcept;
+
+  /// False after close() or abort().
+  [[nodiscard]] bool is_open() const noexcept;
+
  private:
   void check_range(std::size_t size, std::size_t file_offset) const;
+  void check_readable(const char* op) const;
   std::shared_ptr<RemoteEndpoint> endpoint_;
   std::size_t nbytes_{};
+  RemoteOpenMode mode_{RemoteOpenMode::READ};
+  std::shared_ptr<detail::RemoteWriter> writer_;
+  bool closed_{false};
 };
 
 }  // namespace kvikio

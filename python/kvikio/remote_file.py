@@ -15,6 +15,7 @@ is sent; a size larger than the buffer raises ``ValueError``.
 
 from __future__ import annotations
 
+import io
 import urllib.parse
 from typing import Any, Optional
 
@@ -61,11 +62,34 @@ class RemoteTruncatedError(RemoteError):
     """The body was shorter than the range asked for, on every attempt."""
 
 
+class RemoteWriteError(RemoteError):
+    """A write could not be done or committed as asked (bytes rewritten after their part was
+    sent, too many parts partly written for the ``max_buffered_parts`` bound, ...). When
+    ``close()`` raises it, the upload was aborted first."""
+
+
+class RemoteIncompleteWriteError(RemoteWriteError):
+    """``close()`` found bytes of ``[0, size)`` that no write covered; the message names the
+    holes. The upload was aborted: no object became visible."""
+
+
+class RemoteWritePastEndError(RemoteWriteError):
+    """A write ends past the declared ``nbytes`` (or past S3's 10,000 parts of ``part_size``)."""
+
+
+class RemoteModeError(RemoteError, io.UnsupportedOperation):
+    """A read on a file opened for writing, or a write on one opened for reading."""
+
+
 __all__ = [
     "RemoteEndpointType",
     "RemoteError",
     "RemoteFile",
     "RemoteHttpError",
+    "RemoteIncompleteWriteError",
+    "RemoteModeError",
+    "RemoteWriteError",
+    "RemoteWritePastEndError",
     "RemoteRangeError",
     "RemoteTimeoutError",
     "RemoteTransportError",
@@ -127,9 +151,16 @@ class RemoteFile:
         aws_secret_access_key: Optional[str] = None,
         aws_endpoint_url: Optional[str] = None,
         aws_session_token: Optional[str] = None,
+        mode: str = "r",
+        part_size: Optional[int] = None,
         **kwargs: Any,
     ) -> RemoteFile:
         """Open object ``object_name`` of S3 bucket ``bucket_name``, signing requests (SigV4).
+
+        ``mode="w"`` opens it for writing (see :meth:`write`): the object is created at
+        ``close()`` (a multipart upload of ``part_size`` parts, default
+        ``max(task_size, 5 MiB)``, or one PutObject when it is smaller than a part); ``nbytes``
+        then declares its size (optional).
 
         Arguments left as None come from the environment: ``AWS_DEFAULT_REGION``,
         ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN`` and
@@ -148,6 +179,8 @@ class RemoteFile:
                 aws_secret_access_key,
                 aws_endpoint_url,
                 aws_session_token,
+                mode,
+                part_size,
             )
         )
 
@@ -161,17 +194,27 @@ class RemoteFile:
         aws_secret_access_key: Optional[str] = None,
         aws_endpoint_url: Optional[str] = None,
         aws_session_token: Optional[str] = None,
+        mode: str = "r",
+        part_size: Optional[int] = None,
         **kwargs: Any,
     ) -> RemoteFile:
         """Open an S3 object by URL: ``s3://<bucket>/<object>`` (the server chosen as in
         :meth:`open_s3`) or the object's full http(s) URL (``aws_endpoint_url`` is then not
-        used). Credentials as in :meth:`open_s3`; another scheme raises ``ValueError``."""
+        used). Credentials, ``mode`` and ``part_size`` as in :meth:`open_s3`; another scheme raises
+        ``ValueError``."""
         region = _region(aws_region_name, kwargs, "open_s3_url")
         scheme = urllib.parse.urlsplit(url).scheme.lower()
         if scheme in ("http", "https"):
             return cls(
                 _lib.RemoteFile.open_s3_from_http_url(
-                    url, nbytes, region, aws_access_key_id, aws_secret_access_key, aws_session_token
+                    url,
+                    nbytes,
+                    region,
+                    aws_access_key_id,
+                    aws_secret_access_key,
+                    aws_session_token,
+                    mode,
+                    part_size,
                 )
             )
         if scheme == "s3":
@@ -184,6 +227,8 @@ class RemoteFile:
                     aws_secret_access_key,
                     aws_endpoint_url,
                     aws_session_token,
+                    mode,
+                    part_size,
                 )
             )
         raise ValueError(
@@ -198,16 +243,33 @@ class RemoteFile:
         return cls(_lib.RemoteFile.open_s3_public(url, nbytes))
 
     @classmethod
-    def open_s3_presigned_url(cls, presigned_url: str, nbytes: Optional[int] = None) -> RemoteFile:
+    def open_s3_presigned_url(
+        cls, presigned_url: str, nbytes: Optional[int] = None, mode: str = "r"
+    ) -> RemoteFile:
         """Open an S3 presigned GET URL (the size comes from a one-byte GET, since a presigned
-        URL allows one method only). Messages never show the signature."""
-        return cls(_lib.RemoteFile.open_s3_presigned_url(presigned_url, nbytes))
+        URL allows one method only). Messages never show the signature.
+
+        ``mode="w"`` takes a presigned PUT URL: the whole object is held in host memory and
+        sent as one PUT at ``close()`` (a presigned URL signs one request only)."""
+        return cls(_lib.RemoteFile.open_s3_presigned_url(presigned_url, nbytes, mode))
 
     @classmethod
-    def open_webhdfs(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
+    def open_webhdfs(
+        cls,
+        url: str,
+        nbytes: Optional[int] = None,
+        mode: str = "r",
+        part_size: Optional[int] = None,
+        overwrite: bool = True,
+    ) -> RemoteFile:
         """Open a file through Apache Hadoop's WebHDFS REST API:
-        ``http(s)://<namenode>:<port>/webhdfs/v1/<path>[?user.name=<user>]``."""
-        return cls(_lib.RemoteFile.open_webhdfs(url, nbytes))
+        ``http(s)://<namenode>:<port>/webhdfs/v1/<path>[?user.name=<user>]``.
+
+        ``mode="w"`` creates the file (``op=CREATE``, replacing an existing one unless
+        ``overwrite=False``), ``mode="a"`` appends to it (``op=APPEND``; offsets count from
+        the file's former end); bytes go in file order, ``part_size`` at a time, through the
+        name node's redirect to a data node."""
+        return cls(_lib.RemoteFile.open_webhdfs(url, nbytes, mode, part_size, overwrite))
 
     @classmethod
     def open(
@@ -227,8 +289,23 @@ class RemoteFile:
 
     # -- life cycle -------------------------------------------------------------------
     def close(self) -> None:
-        """Close the file (idempotent). Reads already queued still complete."""
+        """Close the file (idempotent). Reads already queued still complete.
+
+        A file opened for writing is committed: the object becomes visible only if the bytes
+        written cover ``[0, size)`` without a hole; otherwise, or if any upload failed, the
+        upload is aborted (no object, no parts left behind) and the error raised
+        (:class:`RemoteIncompleteWriteError` names the holes)."""
         self._handle.close()
+
+    def abort(self) -> None:
+        """Abort a write: no object becomes visible and no uploaded parts are left behind
+        (WebHDFS: a created file is deleted, an append truncated back). Closes the file;
+        idempotent; a no-op on a file opened for reading."""
+        self._handle.abort()
+
+    def mode(self) -> str:
+        """``"r"``, ``"w"`` or ``"a"``: what the file was opened for."""
+        return self._handle.mode()
 
     @property
     def closed(self) -> bool:
@@ -239,7 +316,11 @@ class RemoteFile:
         return self
 
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
-        self.close()
+        # An exception inside `with` must not commit a half-written object.
+        if exc_type is not None:
+            self.abort()
+        else:
+            self.close()
 
     def __str__(self) -> str:
         return str(self._handle) if not self.closed else "RemoteFile(closed)"
@@ -270,3 +351,26 @@ class RemoteFile:
         """Like :meth:`read`, but returns at once an :class:`IOFuture` whose ``get()`` returns the
         bytes read (or raises the error). ``buf`` is held until the read is done."""
         return self._handle.pread(buf, size, file_offset, task_size)
+
+    def write(
+        self,
+        buf: Any,
+        size: Optional[int] = None,
+        file_offset: Optional[int] = None,
+        task_size: Optional[int] = None,
+    ) -> int:
+        """Write ``size`` bytes (default: the whole buffer) of ``buf`` (host or device memory)
+        at ``file_offset``, or after the previous ``write`` when None (0 at first), on a file
+        opened with ``mode="w"``/``"a"``. Returns once the bytes are copied into part buffers
+        (GIL released; ``buf`` may be reused); complete parts upload in the background, in
+        parallel. Writes may come in any order and from several threads. Host memory is
+        bounded by ``max(8, 2 x num_threads)`` parts. Returns ``size``. ``task_size`` is
+        accepted for symmetry with :meth:`read`; parts are ``part_size`` bytes."""
+        return self._handle.write(buf, size, file_offset, task_size)
+
+    def pwrite(
+        self, buf: Any, size: Optional[int] = None, file_offset: int = 0, task_size: Optional[int] = None
+    ) -> IOFuture:
+        """Like :meth:`write` at ``file_offset``; returns an :class:`IOFuture` (ready once the
+        bytes are taken) whose ``get()`` returns ``size``."""
+        return self._handle.pwrite(buf, size, file_offset, task_size)

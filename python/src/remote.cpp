@@ -50,6 +50,37 @@ class Remote {
     return Remote(std::move(handle));
   }
 
+  /// Like make, for `mode` "r" (read: as make), "w" (write) or "a" (append, WebHDFS).
+  template <typename MakeEndpoint>
+  static Remote make_mode(MakeEndpoint make_endpoint,
+                          nb::handle nbytes,
+                          const std::string& mode,
+                          nb::handle part_size,
+                          bool overwrite = true)
+  {
+    if (mode == "r") {
+      if (!part_size.is_none()) {
+        throw nb::value_error("part_size is for writing (mode 'w' or 'a'), not mode 'r'");
+      }
+      return make(make_endpoint, nbytes);
+    }
+    if (mode != "w" && mode != "a") {
+      throw nb::value_error(
+        ("mode must be 'r', 'w' or 'a' (WebHDFS), not " + repr_of(nb::str(mode.c_str()))).c_str());
+    }
+    RemoteWriteOptions options;
+    options.nbytes    = to_opt_size(nbytes, "nbytes");
+    options.part_size = to_opt_size(part_size, "part_size");
+    options.overwrite = overwrite;
+    std::shared_ptr<RemoteHandle> handle;
+    {
+      nb::gil_scoped_release release;
+      handle = std::make_shared<RemoteHandle>(
+        make_endpoint(), mode == "w" ? RemoteOpenMode::WRITE : RemoteOpenMode::APPEND, options);
+    }
+    return Remote(std::move(handle));
+  }
+
   static Remote open(const std::string& url,
                      RemoteEndpointType type,
                      std::optional<std::vector<RemoteEndpointType>> allow_list,
@@ -64,10 +95,43 @@ class Remote {
     return Remote(std::move(handle));
   }
 
-  /// Drops this object's hold on the handle; reads already queued keep theirs.
-  void close() noexcept { handle_.reset(); }
+  /// Drops this object's hold on the handle; reads already queued keep theirs. A write handle
+  /// is committed first (GIL released); if that fails it is aborted, closed, and the error
+  /// raised.
+  void close()
+  {
+    auto handle = std::move(handle_);
+    if (handle && handle->mode() != RemoteOpenMode::READ) {
+      nb::gil_scoped_release release;
+      handle->close();
+    }
+  }
+  /// Aborts a write handle's upload (nothing on a read handle) and closes it.
+  void abort() noexcept
+  {
+    auto handle = std::move(handle_);
+    if (handle) {
+      nb::gil_scoped_release release;
+      handle->abort();
+    }
+  }
+  [[nodiscard]] std::string mode() const
+  {
+    switch (checked()->mode()) {
+      case RemoteOpenMode::READ:
+        return "r";
+      case RemoteOpenMode::WRITE:
+        return "w";
+      case RemoteOpenMode::APPEND:
+        return "a";
+    }
+    return "r";
+  }
   [[nodiscard]] bool closed() const noexcept { return !handle_; }
-  [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
+  [[nodiscard]] std::size_t nbytes() const noexcept
+  {
+    return handle_ && handle_->mode() != RemoteOpenMode::READ ? handle_->nbytes() : nbytes_;
+  }
   [[nodiscard]] RemoteEndpointType remote_endpoint_type() const
   {
     return checked()->remote_endpoint_type();
@@ -89,6 +153,34 @@ class Remote {
   std::size_t read(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
     return pread(buf, size, file_offset, task_size).get();
+  }
+
+  /// Copies the bytes into part buffers (GIL released) before returning; `task_size` is
+  /// accepted for symmetry with the read methods (writes go in parts of `part_size`).
+  std::size_t write(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    auto view           = BufferView::from_object(buf, /*writable=*/false);
+    auto handle         = checked();
+    const std::size_t n = request_size(view, size);
+    auto off            = to_opt_size(file_offset, "file_offset");
+    (void)task_size_or_default(task_size);
+    nb::gil_scoped_release release;
+    return handle->write(view.ptr(), n, off);
+  }
+
+  IOFuture pwrite(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    auto view             = BufferView::from_object(buf, /*writable=*/false);
+    auto handle           = checked();
+    const std::size_t n   = request_size(view, size);
+    const std::size_t off = file_offset.is_none() ? 0 : to_size(file_offset, "file_offset");
+    (void)task_size_or_default(task_size);
+    std::future<std::size_t> future;
+    {
+      nb::gil_scoped_release release;
+      future = handle->pwrite(view.ptr(), n, off);
+    }
+    return {std::move(future), std::move(view), std::move(handle)};
   }
 
  private:
@@ -123,6 +215,14 @@ void bind_remote(nb::module_& m)
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
+    } catch (const RemoteIncompleteWriteError& e) {
+      raise_remote_error("RemoteIncompleteWriteError", e);
+    } catch (const RemoteWritePastEndError& e) {
+      raise_remote_error("RemoteWritePastEndError", e);
+    } catch (const RemoteWriteError& e) {
+      raise_remote_error("RemoteWriteError", e);
+    } catch (const RemoteModeError& e) {
+      raise_remote_error("RemoteModeError", e);
     } catch (const RemoteTimeoutError& e) {
       raise_remote_error("RemoteTimeoutError", e);
     } catch (const RemoteTransportError& e) {
@@ -166,13 +266,17 @@ void bind_remote(nb::module_& m)
          OptStr key,
          OptStr secret,
          OptStr endpoint_url,
-         OptStr token) {
-        return Remote::make(
+         OptStr token,
+         const std::string& mode,
+         nb::handle part_size) {
+        return Remote::make_mode(
           [&] {
             return std::make_unique<S3Endpoint>(
               std::make_pair(bucket, object), region, key, secret, endpoint_url, token);
           },
-          nbytes);
+          nbytes,
+          mode,
+          part_size);
       },
       "bucket_name"_a,
       "object_name"_a,
@@ -181,7 +285,9 @@ void bind_remote(nb::module_& m)
       "aws_access_key_id"_a     = nb::none(),
       "aws_secret_access_key"_a = nb::none(),
       "aws_endpoint_url"_a      = nb::none(),
-      "aws_session_token"_a     = nb::none())
+      "aws_session_token"_a     = nb::none(),
+      "mode"_a                  = "r",
+      "part_size"_a             = nb::none())
     .def_static(
       "open_s3_from_http_url",
       [](const std::string& url,
@@ -189,16 +295,23 @@ void bind_remote(nb::module_& m)
          OptStr region,
          OptStr key,
          OptStr secret,
-         OptStr token) {
-        return Remote::make(
-          [&] { return std::make_unique<S3Endpoint>(url, region, key, secret, token); }, nbytes);
+         OptStr token,
+         const std::string& mode,
+         nb::handle part_size) {
+        return Remote::make_mode(
+          [&] { return std::make_unique<S3Endpoint>(url, region, key, secret, token); },
+          nbytes,
+          mode,
+          part_size);
       },
       "url"_a,
       "nbytes"_a                = nb::none(),
       "aws_region"_a            = nb::none(),
       "aws_access_key_id"_a     = nb::none(),
       "aws_secret_access_key"_a = nb::none(),
-      "aws_session_token"_a     = nb::none())
+      "aws_session_token"_a     = nb::none(),
+      "mode"_a                  = "r",
+      "part_size"_a             = nb::none())
     .def_static(
       "open_s3_from_s3_url",
       [](const std::string& url,
@@ -207,13 +320,17 @@ void bind_remote(nb::module_& m)
          OptStr key,
          OptStr secret,
          OptStr endpoint_url,
-         OptStr token) {
-        return Remote::make(
+         OptStr token,
+         const std::string& mode,
+         nb::handle part_size) {
+        return Remote::make_mode(
           [&] {
             return std::make_unique<S3Endpoint>(
               S3Endpoint::parse_s3_url(url), region, key, secret, endpoint_url, token);
           },
-          nbytes);
+          nbytes,
+          mode,
+          part_size);
       },
       "url"_a,
       "nbytes"_a                = nb::none(),
@@ -221,7 +338,9 @@ void bind_remote(nb::module_& m)
       "aws_access_key_id"_a     = nb::none(),
       "aws_secret_access_key"_a = nb::none(),
       "aws_endpoint_url"_a      = nb::none(),
-      "aws_session_token"_a     = nb::none())
+      "aws_session_token"_a     = nb::none(),
+      "mode"_a                  = "r",
+      "part_size"_a             = nb::none())
     .def_static(
       "open_s3_public",
       [](const std::string& url, nb::handle nbytes) {
@@ -231,19 +350,33 @@ void bind_remote(nb::module_& m)
       "nbytes"_a = nb::none())
     .def_static(
       "open_s3_presigned_url",
-      [](const std::string& url, nb::handle nbytes) {
-        return Remote::make([&] { return std::make_unique<S3EndpointWithPresignedUrl>(url); },
-                            nbytes);
+      [](const std::string& url, nb::handle nbytes, const std::string& mode) {
+        return Remote::make_mode([&] { return std::make_unique<S3EndpointWithPresignedUrl>(url); },
+                                 nbytes,
+                                 mode,
+                                 nb::none());
       },
       "presigned_url"_a,
-      "nbytes"_a = nb::none())
+      "nbytes"_a = nb::none(),
+      "mode"_a   = "r")
     .def_static(
       "open_webhdfs",
-      [](const std::string& url, nb::handle nbytes) {
-        return Remote::make([&] { return std::make_unique<WebHdfsEndpoint>(url); }, nbytes);
+      [](const std::string& url,
+         nb::handle nbytes,
+         const std::string& mode,
+         nb::handle part_size,
+         bool overwrite) {
+        return Remote::make_mode([&] { return std::make_unique<WebHdfsEndpoint>(url); },
+                                 nbytes,
+                                 mode,
+                                 part_size,
+                                 overwrite);
       },
       "url"_a,
-      "nbytes"_a = nb::none())
+      "nbytes"_a    = nb::none(),
+      "mode"_a      = "r",
+      "part_size"_a = nb::none(),
+      "overwrite"_a = true)
     .def_static("open",
                 &Remote::open,
                 "url"_a,
@@ -251,12 +384,16 @@ void bind_remote(nb::module_& m)
                 "allow_list"_a           = nb::none(),
                 "nbytes"_a               = nb::none())
     .def("close", &Remote::close)
+    .def("abort", &Remote::abort)
+    .def("mode", &Remote::mode)
     .def_prop_ro("closed", &Remote::closed)
     .def("nbytes", &Remote::nbytes)
     .def("remote_endpoint_type", &Remote::remote_endpoint_type)
     .def("__str__", &Remote::str);
   def_parallel_io(cls, "pread", &Remote::pread, DefaultOffset::ZERO);
   def_parallel_io(cls, "read", &Remote::read, DefaultOffset::ZERO);
+  def_parallel_io(cls, "write", &Remote::write, DefaultOffset::NONE);
+  def_parallel_io(cls, "pwrite", &Remote::pwrite, DefaultOffset::ZERO);
   m.def(
     "redact_url", [](const std::string& url) { return redact_url(url); }, "url"_a);
 }

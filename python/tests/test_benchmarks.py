@@ -98,3 +98,14 @@ def test_bench_module_errors_name_the_problem(tmp_path):
         _bench.plain_parallel_io(False, 0, b"abc", 3, 1, 1)
     with pytest.raises(FileNotFoundError):
         _bench.pread_get_loop(str(tmp_path / "missing.bin"), buf, 10, 0, 1)
+
+
+def test_s3_upload_benchmark_against_boto3(tmp_path):
+    pytest.importorskip("moto", reason="needs moto[server]")
+    pytest.importorskip("boto3", reason="needs boto3")
+    r = run("kvikio.benchmarks.s3_upload", "--size", "11MiB", "--part-size", "5MiB",
+            "--threads", "2", "--repetitions", "1", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["size"] == 11 << 20 and out["kvikio_GBps"] > 0 and out["boto3_GBps"] > 0
+    assert out["kvikio_over_boto3"] > 0

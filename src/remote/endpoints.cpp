@@ -220,6 +220,12 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
     throw std::invalid_argument("S3: bucket and object names must not be empty (bucket '" +
                                 bucket_name + "', object '" + object_name + "')");
   }
+  // S3 refuses keys longer than 1024 bytes (KeyTooLongError); say so before any request.
+  if (object_name.size() > 1024) {
+    throw std::invalid_argument("S3: invalid object key in bucket '" + bucket_name + "': it is " +
+                                std::to_string(object_name.size()) +
+                                " bytes long, S3 allows at most 1024");
+  }
   auto key = detail::percent_encode(object_name, /*keep_slash=*/true);
   if (!aws_endpoint_url) { aws_endpoint_url = detail::getenv_nonempty("AWS_ENDPOINT_URL"); }
   if (aws_endpoint_url) {

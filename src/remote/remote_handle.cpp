@@ -10,6 +10,7 @@
 #include "device/pointer.hpp"
 #include "device/staging.hpp"
 #include "remote/transfer.hpp"
+#include "remote/writer.hpp"
 
 namespace kvikio {
 namespace detail {
@@ -159,7 +160,120 @@ RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
   nbytes_ = endpoint_->get_file_size();
 }
 
-RemoteHandle::~RemoteHandle() = default;
+RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint,
+                           RemoteOpenMode mode,
+                           RemoteWriteOptions options)
+  : endpoint_(std::move(endpoint)), mode_(mode)
+{
+  if (!endpoint_) { throw std::invalid_argument("RemoteHandle: the endpoint must not be null"); }
+  if (mode_ == RemoteOpenMode::READ) {
+    nbytes_ = options.nbytes ? *options.nbytes : endpoint_->get_file_size();
+    return;
+  }
+  using Kind      = detail::RemoteWriter::Kind;
+  const auto type = endpoint_->remote_endpoint_type();
+  const auto url  = redact_url(endpoint_->url());
+  Kind kind{};
+  switch (type) {
+    case RemoteEndpointType::S3:
+      kind = Kind::S3_MULTIPART;
+      break;
+    case RemoteEndpointType::S3_PRESIGNED_URL:
+      kind = Kind::S3_SINGLE_PUT;
+      break;
+    case RemoteEndpointType::WEBHDFS:
+      kind = Kind::WEBHDFS;
+      break;
+    default:
+      throw std::invalid_argument("RemoteHandle: " + to_string(type) + " endpoint " + url +
+                                  " cannot be written (S3, S3_PRESIGNED_URL and WEBHDFS can)");
+  }
+  if (mode_ == RemoteOpenMode::APPEND && kind != Kind::WEBHDFS) {
+    throw std::invalid_argument("RemoteHandle: append mode is for WebHDFS only; " +
+                                to_string(type) + " objects (" + url +
+                                ") are written whole (mode WRITE)");
+  }
+  writer_ = std::make_shared<detail::RemoteWriter>(
+    endpoint_, kind, mode_ == RemoteOpenMode::APPEND, options);
+}
+
+RemoteHandle::~RemoteHandle()
+{
+  // Commit or nothing: a write handle dropped without close() leaves no object behind.
+  if (writer_) { writer_->abort(); }
+}
+
+std::size_t RemoteHandle::nbytes() const noexcept
+{
+  if (writer_) {
+    try {
+      return writer_->extent();
+    } catch (...) {
+      return 0;
+    }
+  }
+  return nbytes_;
+}
+
+bool RemoteHandle::is_open() const noexcept { return !closed_; }
+
+void RemoteHandle::check_readable(const char* op) const
+{
+  if (mode_ != RemoteOpenMode::READ || closed_) {
+    auto url = redact_url(endpoint_->url());
+    throw RemoteModeError(
+      std::string("kvikio: ") + op + " of " + url + ": " +
+        (closed_ ? "the handle is closed" : "the handle was opened for writing, not reading"),
+      url,
+      0);
+  }
+}
+
+std::size_t RemoteHandle::write(const void* buf,
+                                std::size_t size,
+                                std::optional<std::size_t> file_offset)
+{
+  if (!writer_ || closed_) {
+    auto url = redact_url(endpoint_->url());
+    throw RemoteModeError(
+      "kvikio: write to " + url + ": " +
+        (closed_ ? "the handle is closed" : "the handle was opened for reading, not writing"),
+      url,
+      0);
+  }
+  if (file_offset) {
+    writer_->pwrite(buf, size, *file_offset);
+    return size;
+  }
+  const std::size_t at = writer_->reserve_sequential(size);
+  try {
+    writer_->pwrite(buf, size, at);
+  } catch (...) {
+    writer_->release_sequential(at, size);  // a refused write does not move the position
+    throw;
+  }
+  return size;
+}
+
+std::future<std::size_t> RemoteHandle::pwrite(const void* buf,
+                                              std::size_t size,
+                                              std::size_t file_offset)
+{
+  return detail::ready_future(write(buf, size, file_offset));
+}
+
+void RemoteHandle::close()
+{
+  if (closed_) { return; }
+  closed_ = true;
+  if (writer_) { writer_->close(); }
+}
+
+void RemoteHandle::abort() noexcept
+{
+  closed_ = true;
+  if (writer_) { writer_->abort(); }
+}
 
 RemoteEndpointType RemoteHandle::remote_endpoint_type() const noexcept
 {
@@ -178,6 +292,7 @@ void RemoteHandle::check_range(std::size_t size, std::size_t file_offset) const
 
 std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_offset)
 {
+  check_readable("read");
   check_range(size, file_offset);
   if (size == 0) { return 0; }
   if (buf == nullptr) {
@@ -202,6 +317,7 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
                                              std::size_t file_offset,
                                              std::size_t task_size)
 {
+  check_readable("pread");
   check_range(size, file_offset);
   if (size == 0) { return detail::ready_future(0); }
   if (buf == nullptr) {

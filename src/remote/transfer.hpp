@@ -4,7 +4,9 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <kvikio/remote_handle.hpp>
 
@@ -64,6 +66,7 @@ struct Response {
   std::optional<long long> range_total;  // "/total" of a Content-Range, when present
   std::string body;                      // the body (metadata requests only; capped)
   std::string etag;                      // a strong ETag, when the server sent one
+  std::string location;                  // a redirect's target (send_request without following)
 };
 
 /// What a metadata request is: HEAD, a GET of a small body, or a one-byte range GET.
@@ -79,6 +82,25 @@ Response fetch_meta(RemoteEndpoint& endpoint,
 /// Pins `endpoint`'s later range requests to the object version of size request `r`: its ETag
 /// (If-Match) and `size` (checked against Content-Range totals).
 void pin_version(RemoteEndpoint& endpoint, const Response& r, std::size_t size);
+
+/// A request that may carry a body (the write side: S3 PutObject and multipart, WebHDFS).
+struct SendRequest {
+  std::string method;                       // "PUT", "POST", "DELETE"
+  std::string url;                          // empty: the endpoint's URL
+  std::vector<std::span<const char>> body;  // sent in order, read in place (no copy)
+  std::vector<std::string> headers;         // extra request headers
+  std::string what;                         // for messages, e.g. "PUT (UploadPart 3) of"
+};
+
+/// Sends `request` on `endpoint` (after `endpoint.setopt`), retried per kvikio::defaults
+/// (the body is sent again from its start). Redirects are not followed: a 3xx answer with a
+/// Location is returned (WebHDFS names the data node that way). Success is any 2xx or such a
+/// 3xx; the body of the answer is kept up to meta_body_cap. Throws RemoteError subclasses.
+Response send_request(RemoteEndpoint& endpoint, const SendRequest& request);
+
+/// The <Code> of an S3 error document, when `body` is one (empty otherwise). Only that word
+/// may go into messages: the rest of an S3 error can hold credentials.
+std::string s3_error_code(const std::string& body);
 
 /// The size of an object from a HEAD request's Content-Length.
 std::size_t size_from_head(RemoteEndpoint& endpoint);

@@ -13,6 +13,12 @@ Starts moto.server.ThreadedMotoServer on 127.0.0.1 (port 0: any free port) and p
   {"cmd": "auth", "on": true|false}   enforce (or stop enforcing) IAM authentication and
                                       signature checks on every request
   {"cmd": "public", "bucket": B, "key": K}   make B/K anonymously readable (public-read ACL)
+  {"cmd": "presign", ..., "method": "put_object"}   a presigned PUT URL instead
+  {"cmd": "uploads", "bucket": B}   the number of open multipart uploads ({"count": n})
+  {"cmd": "exists", "bucket": B, "key": K}   whether B/K exists ({"exists": true|false})
+  {"cmd": "fail", "query": Q, "status": S, "count": N}   fault injection: the next N requests
+      whose query string contains Q (e.g. "partNumber=3") get HTTP status S before moto
+      sees them; N = 0 clears
 
 moto enforces signatures only once auth is on; setup runs with it off. Exits when stdin
 closes.
@@ -20,6 +26,7 @@ closes.
 import json
 import os
 import sys
+import threading
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "setup")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "setup")
@@ -37,6 +44,29 @@ ADMIN_POLICY = json.dumps({"Version": "2012-10-17",
 def main():
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    faults = {"query": None, "status": 500, "count": 0}
+    fault_lock = threading.Lock()
+    moto_app = server._server.app
+
+    def faulty_app(environ, start_response):
+        with fault_lock:
+            hit = (faults["count"] > 0 and faults["query"] is not None
+                   and faults["query"] in environ.get("QUERY_STRING", ""))
+            if hit:
+                faults["count"] -= 1
+        if hit:
+            # Drain the body, as a real server would before answering.
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            if length:
+                environ["wsgi.input"].read(length)
+            body = (b"<?xml version='1.0'?><Error><Code>InjectedFault</Code>"
+                    b"<Message>fault injected by the test</Message></Error>")
+            start_response(f"{faults['status']} Injected", [("Content-Type", "application/xml"),
+                                                            ("Content-Length", str(len(body)))])
+            return [body]
+        return moto_app(environ, start_response)
+
+    server._server.app = faulty_app
     port = server._server.server_port
     endpoint = f"http://127.0.0.1:{port}"
     print(f"PORT {port}", flush=True)
@@ -81,7 +111,7 @@ def main():
                 reply = {"ok": True}
             elif cmd == "presign":
                 url = client("s3", state["creds"]).generate_presigned_url(
-                    "get_object", Params={"Bucket": c["bucket"], "Key": c["key"]},
+                    c.get("method", "get_object"), Params={"Bucket": c["bucket"], "Key": c["key"]},
                     ExpiresIn=int(c.get("expires", 3600)))
                 reply = {"url": url}
             elif cmd == "auth":
@@ -91,6 +121,17 @@ def main():
                 # moto serves anonymous requests by the object's ACL.
                 client("s3", state["creds"]).put_object_acl(Bucket=c["bucket"], Key=c["key"],
                                                             ACL="public-read")
+                reply = {"ok": True}
+            elif cmd == "uploads":
+                r = client("s3", state["creds"]).list_multipart_uploads(Bucket=c["bucket"])
+                reply = {"count": len(r.get("Uploads", []))}
+            elif cmd == "exists":
+                r = client("s3", state["creds"]).list_objects_v2(Bucket=c["bucket"], Prefix=c["key"])
+                reply = {"exists": any(o["Key"] == c["key"] for o in r.get("Contents", []))}
+            elif cmd == "fail":
+                with fault_lock:
+                    faults.update(query=c["query"], status=int(c.get("status", 500)),
+                                  count=int(c.get("count", 1)))
                 reply = {"ok": True}
             else:
                 reply = {"error": f"unknown command {cmd!r}"}

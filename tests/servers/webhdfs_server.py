@@ -8,6 +8,14 @@ Hadoop does. With --require-user NAME, requests whose user.name differs get 401;
 --require-param NAME=VALUE (repeatable), requests without that query parameter get 401 (a
 secure cluster's delegation token, a proxy user's doas).
 
+Writes, as Hadoop does them: op=CREATE[&overwrite=true|false] (PUT) and op=APPEND (POST) to
+the name node answer 307 with a Location on the data node under /datanode/webhdfs/v1/... (a
+second port and path); the data node takes the bytes (CREATE 201, APPEND 200). A CREATE
+without overwrite of an existing file is 403 FileAlreadyExistsException; an APPEND to a
+missing file 404. op=DELETE (DELETE) and op=TRUNCATE&newlength=N (POST) are answered by the
+name node. A request body sent to the name node is refused (400): the client must send it to
+the data node only.
+
 Prints "PORT <namenode port>" once listening; exits when stdin closes.
 """
 import argparse
@@ -19,6 +27,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PREFIX = "/webhdfs/v1/"
+DATANODE_PREFIX = "/datanode"
 
 
 def make_handler(root, require_user, datanode_port_ref, is_datanode, require_params=()):
@@ -40,6 +49,71 @@ def make_handler(root, require_user, datanode_port_ref, is_datanode, require_par
         def _error(self, code, exc, msg):
             body = json.dumps({"RemoteException": {"exception": exc, "message": msg}}).encode()
             self._reply(code, body)
+
+        def _check(self, q, path):
+            if not path.startswith(PREFIX):
+                self._error(404, "FileNotFoundException", "not a WebHDFS path")
+                return False
+            if require_user is not None and q.get("user.name") != require_user:
+                self._error(401, "SecurityException", "user.name required")
+                return False
+            for name, value in require_params:
+                if q.get(name) != value:
+                    self._error(401, "SecurityException", f"{name} required")
+                    return False
+            return True
+
+        def _write(self, method):
+            url = urllib.parse.urlsplit(self.path)
+            q = dict(urllib.parse.parse_qsl(url.query))
+            path = urllib.parse.unquote(url.path)
+            if is_datanode:
+                if not path.startswith(DATANODE_PREFIX):
+                    return self._error(404, "FileNotFoundException", "not a data node path")
+                path = path[len(DATANODE_PREFIX):]
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            if not self._check(q, path):
+                return
+            fs_path = os.path.join(root, path[len(PREFIX):])
+            op = q.get("op", "").upper()
+            if method == "DELETE" and op == "DELETE" and not is_datanode:
+                existed = os.path.isfile(fs_path)
+                if existed:
+                    os.remove(fs_path)
+                return self._reply(200, json.dumps({"boolean": existed}).encode())
+            if method == "POST" and op == "TRUNCATE" and not is_datanode:
+                if not os.path.isfile(fs_path):
+                    return self._error(404, "FileNotFoundException", f"File does not exist: {path}")
+                with open(fs_path, "r+b") as f:
+                    f.truncate(int(q["newlength"]))
+                return self._reply(200, json.dumps({"boolean": True}).encode())
+            if (method, op) not in (("PUT", "CREATE"), ("POST", "APPEND")):
+                return self._error(400, "IllegalArgumentException", f"bad op {op!r} for {method}")
+            if op == "CREATE" and q.get("overwrite", "false") != "true" and os.path.exists(fs_path) \
+                    and not is_datanode:
+                return self._error(403, "FileAlreadyExistsException", f"{path} already exists")
+            if op == "APPEND" and not os.path.isfile(fs_path):
+                return self._error(404, "FileNotFoundException", f"File does not exist: {path}")
+            if not is_datanode:
+                if body:
+                    return self._error(400, "IllegalArgumentException",
+                                       "data sent to the name node; send it to the data node")
+                location = f"http://127.0.0.1:{datanode_port_ref[0]}{DATANODE_PREFIX}{self.path}"
+                return self._reply(307, b"", headers=[("Location", location)])
+            os.makedirs(os.path.dirname(fs_path), exist_ok=True)
+            with open(fs_path, "wb" if op == "CREATE" else "ab") as f:
+                f.write(body)
+            return self._reply(201 if op == "CREATE" else 200, b"")
+
+        def do_PUT(self):
+            self._write("PUT")
+
+        def do_POST(self):
+            self._write("POST")
+
+        def do_DELETE(self):
+            self._write("DELETE")
 
         def do_GET(self):
             url = urllib.parse.urlsplit(self.path)

@@ -1,0 +1,642 @@
+#include "remote/writer.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <stdexcept>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/hdfs.hpp>
+#include <kvikio/threadpool.hpp>
+
+#include "device/pointer.hpp"
+#include "device/staging.hpp"
+#include "remote/transfer.hpp"
+#include "remote/url.hpp"
+
+namespace kvikio::detail {
+
+namespace {
+
+constexpr std::size_t mib                = std::size_t{1} << 20;
+constexpr std::size_t s3_min_part        = 5 * mib;
+constexpr std::size_t s3_max_part        = std::size_t{5} << 30;
+constexpr std::size_t s3_max_parts       = 10'000;
+constexpr std::size_t single_put_granule = 8 * mib;
+
+std::string range_text(std::size_t a, std::size_t b)
+{
+  // Built by appending: GCC 12's -Wrestrict misfires on "[" + std::to_string(..).
+  std::string s("[");
+  s += std::to_string(a);
+  s += ", ";
+  s += std::to_string(b);
+  s += ')';
+  return s;
+}
+
+// The text between <tag> and </tag> in an S3 XML answer, if any.
+std::optional<std::string> xml_field(const std::string& body, const std::string& tag)
+{
+  auto a = body.find("<" + tag + ">");
+  if (a == std::string::npos) { return std::nullopt; }
+  a += tag.size() + 2;
+  auto b = body.find("</" + tag + ">", a);
+  if (b == std::string::npos) { return std::nullopt; }
+  return body.substr(a, b - a);
+}
+
+std::string with_query(const std::string& url, const std::string& query)
+{
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + query;
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------- IntervalSet
+
+std::size_t IntervalSet::add(std::size_t a, std::size_t b)
+{
+  if (a >= b) { return covered_; }
+  // Merge with every range that overlaps or touches [a, b).
+  auto it = ranges_.upper_bound(a);
+  if (it != ranges_.begin() && std::prev(it)->second >= a) { --it; }
+  while (it != ranges_.end() && it->first <= b) {
+    a = std::min(a, it->first);
+    b = std::max(b, it->second);
+    covered_ -= it->second - it->first;
+    it = ranges_.erase(it);
+  }
+  ranges_.emplace(a, b);
+  covered_ += b - a;
+  return covered_;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> IntervalSet::gaps(std::size_t len) const
+{
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  std::size_t pos = 0;
+  for (const auto& [a, b] : ranges_) {
+    if (a >= len) { break; }
+    if (a > pos) { out.emplace_back(pos, a); }
+    pos = std::max(pos, b);
+  }
+  if (pos < len) { out.emplace_back(pos, len); }
+  return out;
+}
+
+// ----------------------------------------------------------------------------- RemoteWriter
+
+RemoteWriter::RemoteWriter(std::shared_ptr<RemoteEndpoint> endpoint,
+                           Kind kind,
+                           bool append,
+                           const RemoteWriteOptions& options)
+  : endpoint_(std::move(endpoint)),
+    kind_(kind),
+    append_(append),
+    overwrite_(options.overwrite),
+    shown_(redact_url(endpoint_->url())),
+    declared_(options.nbytes)
+{
+  const std::size_t default_part = std::max(defaults::task_size(), s3_min_part);
+  if (options.part_size) {
+    part_size_ = *options.part_size;
+    if (kind_ == Kind::S3_MULTIPART && (part_size_ < s3_min_part || part_size_ > s3_max_part)) {
+      throw std::invalid_argument("RemoteHandle: part_size " + std::to_string(part_size_) +
+                                  " for " + shown_ + " is outside S3's limits [5 MiB, 5 GiB] (" +
+                                  std::to_string(s3_min_part) + " to " +
+                                  std::to_string(s3_max_part) + " bytes)");
+    }
+    if (part_size_ == 0) {
+      throw std::invalid_argument("RemoteHandle: part_size must be > 0 (writing " + shown_ + ")");
+    }
+  } else if (kind_ == Kind::S3_SINGLE_PUT) {
+    part_size_ = single_put_granule;
+  } else {
+    part_size_ = default_part;
+    // A declared size must fit in S3's 10,000 parts: whole MiBs, just large enough.
+    if (kind_ == Kind::S3_MULTIPART && declared_ && *declared_ > part_size_ * s3_max_parts) {
+      part_size_ = (*declared_ + s3_max_parts * mib - 1) / (s3_max_parts * mib) * mib;
+    }
+  }
+  if (kind_ == Kind::S3_MULTIPART && declared_ && *declared_ > part_size_ * s3_max_parts) {
+    throw std::invalid_argument("RemoteHandle: nbytes " + std::to_string(*declared_) + " for " +
+                                shown_ + " needs more than S3's 10,000 parts of part_size " +
+                                std::to_string(part_size_));
+  }
+  if (kind_ == Kind::S3_SINGLE_PUT && declared_ && *declared_ > s3_max_part) {
+    throw std::invalid_argument("RemoteHandle: nbytes " + std::to_string(*declared_) + " for " +
+                                shown_ + " is more than S3's 5 GiB limit of a single PUT");
+  }
+  max_buffered_ = options.max_buffered_parts.value_or(
+    std::max<std::size_t>(8, std::size_t{2} * defaults::num_threads()));
+  if (max_buffered_ == 0) {
+    throw std::invalid_argument("RemoteHandle: max_buffered_parts must be > 0 (writing " + shown_ +
+                                ")");
+  }
+  // An object known to fit in one part goes as one PutObject at close.
+  eager_ = kind_ == Kind::WEBHDFS ||
+           (kind_ == Kind::S3_MULTIPART && !(declared_ && *declared_ <= part_size_));
+  if (kind_ == Kind::WEBHDFS && append_) { base_length_ = endpoint_->get_file_size(); }
+}
+
+RemoteWriter::~RemoteWriter() { abort(); }
+
+std::size_t RemoteWriter::part_len(std::size_t index) const noexcept
+{
+  if (!declared_) { return part_size_; }
+  return std::min(part_size_, *declared_ - index * part_size_);
+}
+
+std::size_t RemoteWriter::extent() const
+{
+  std::lock_guard lock(mutex_);
+  return declared_.value_or(extent_);
+}
+
+std::size_t RemoteWriter::reserve_sequential(std::size_t size)
+{
+  std::lock_guard lock(mutex_);
+  auto at = sequential_;
+  sequential_ += size;
+  return at;
+}
+
+void RemoteWriter::release_sequential(std::size_t at, std::size_t size)
+{
+  std::lock_guard lock(mutex_);
+  if (sequential_ == at + size) { sequential_ = at; }
+}
+
+void RemoteWriter::throw_mode(const std::string& what) const
+{
+  throw RemoteModeError("kvikio: " + what + " " + shown_ + ": the handle is closed", shown_, 0);
+}
+
+void RemoteWriter::throw_if_failed() const
+{
+  if (error_) { std::rethrow_exception(error_); }
+}
+
+void RemoteWriter::fail(std::exception_ptr e)
+{
+  if (!error_) { error_ = std::move(e); }
+  cv_.notify_all();
+}
+
+void RemoteWriter::run_or_detach(std::function<void()> job)
+{
+  // On a pool worker (a write made from a pool task), queueing behind the caller's own task
+  // could wait forever for a free worker: run the job here instead.
+  if (ThreadPool::is_worker_thread()) {
+    job();
+  } else {
+    defaults::thread_pool().detach_task(std::move(job));
+  }
+}
+
+RemoteWriter::Part& RemoteWriter::acquire(std::unique_lock<std::mutex>& lock, std::size_t index)
+{
+  auto it = parts_.find(index);
+  if (it != parts_.end()) {
+    if (it->second.state != Part::State::filling) {
+      const std::size_t a = index * part_size_;
+      throw RemoteWriteError("kvikio: write to " + shown_ + ": bytes " +
+                               range_text(a, a + it->second.len) + " (part " +
+                               std::to_string(index + 1) +
+                               ") were already complete and sent; they cannot be written again",
+                             shown_,
+                             0);
+    }
+    ++it->second.copiers;
+    return it->second;
+  }
+  if (kind_ != Kind::S3_SINGLE_PUT) {
+    // Back-pressure: wait for an upload under way to give its buffer back.
+    cv_.wait(lock, [&] { return buffered_ < max_buffered_ || in_flight_ == 0 || error_; });
+    throw_if_failed();
+    if (buffered_ >= max_buffered_) {
+      throw RemoteWriteError(
+        "kvikio: write to " + shown_ + ": " + std::to_string(buffered_) +
+          " parts are partly written and none is complete (the bound is max_buffered_parts = " +
+          std::to_string(max_buffered_) + " parts of " + std::to_string(part_size_) +
+          " bytes); write whole parts, or in file order, or raise max_buffered_parts",
+        shown_,
+        0);
+    }
+  }
+  Part& p   = parts_[index];
+  p.len     = part_len(index);
+  p.buf     = std::make_unique_for_overwrite<char[]>(p.len);
+  p.copiers = 1;
+  ++buffered_;
+  return p;
+}
+
+void RemoteWriter::pwrite(const void* buf, std::size_t size, std::size_t file_offset)
+{
+  {
+    std::lock_guard lock(mutex_);
+    if (finished_) { throw_mode("write to"); }
+    throw_if_failed();
+  }
+  if (size == 0) { return; }
+  if (buf == nullptr) {
+    throw std::invalid_argument("RemoteHandle::write: null buffer for " + std::to_string(size) +
+                                " bytes to " + shown_);
+  }
+  const std::size_t end = file_offset + size;
+  if (end < file_offset || (declared_ && end > *declared_)) {
+    throw RemoteWritePastEndError("kvikio: write of " + std::to_string(size) + " bytes at offset " +
+                                    std::to_string(file_offset) + " to " + shown_ +
+                                    " ends past the declared size (" +
+                                    std::to_string(declared_.value_or(0)) + " bytes)",
+                                  shown_,
+                                  0);
+  }
+  if (kind_ == Kind::S3_MULTIPART && (end - 1) / part_size_ >= s3_max_parts) {
+    throw RemoteWritePastEndError(
+      "kvikio: write of " + std::to_string(size) + " bytes at offset " +
+        std::to_string(file_offset) + " to " + shown_ + " ends past S3's 10,000 parts of " +
+        std::to_string(part_size_) + " bytes; open it with a larger part_size",
+      shown_,
+      0);
+  }
+
+  // Bytes of the write at [src, src + n) -> the parts they fall in.
+  auto take = [&](const char* src, std::size_t n, std::size_t at) {
+    while (n > 0) {
+      const std::size_t index = at / part_size_;
+      const std::size_t in    = at - index * part_size_;
+      std::unique_lock lock(mutex_);
+      if (finished_) { throw_mode("write to"); }
+      Part& part          = acquire(lock, index);
+      const std::size_t k = std::min(n, part.len - in);
+      char* dst           = part.buf.get() + in;
+      lock.unlock();
+      std::memcpy(dst, src, k);  // outside the lock: parts fill in parallel
+      lock.lock();
+      --part.copiers;
+      part.covered.add(in, in + k);
+      extent_ = std::max(extent_, at + k);
+      if (eager_ && part.copiers == 0 && part.covered.covered() == part.len &&
+          part.state == Part::State::filling && !finished_) {
+        on_complete(lock, index, part);
+      }
+      src += k;
+      at += k;
+      n -= k;
+    }
+  };
+
+  const auto info = get_pointer_info(buf);
+  if (info.host_accessible()) {
+    take(static_cast<const char*>(buf), size, file_offset);
+    return;
+  }
+  check_device_range(info, buf, size, "write of " + std::to_string(size) + " bytes to " + shown_);
+  // The next chunk's device-to-host copy runs while this one is spread into the parts.
+  DeviceDrainer drainer(info.context, buf, size, "writing device memory to " + shown_);
+  for (auto chunk = drainer.next(); chunk.size > 0; chunk = drainer.next()) {
+    take(chunk.data, chunk.size, file_offset + chunk.offset);
+  }
+}
+
+void RemoteWriter::on_complete(std::unique_lock<std::mutex>& lock, std::size_t index, Part& part)
+{
+  part.state = Part::State::queued;
+  if (kind_ == Kind::WEBHDFS) {
+    if (draining_ || index != next_send_) { return; }  // the drain will reach it in order
+    draining_ = true;
+    ++in_flight_;
+    lock.unlock();
+    run_or_detach([self = shared_from_this()] { self->drain_job(); });
+    lock.lock();
+    return;
+  }
+  ++in_flight_;
+  lock.unlock();
+  try {
+    ensure_multipart();
+  } catch (...) {
+    lock.lock();
+    part.state = Part::State::filling;  // not sent; abort cleans up
+    --in_flight_;
+    fail(std::current_exception());
+    throw;
+  }
+  run_or_detach([self = shared_from_this(), index] { self->upload_job(index); });
+  lock.lock();
+}
+
+void RemoteWriter::upload_job(std::size_t index) noexcept
+{
+  std::unique_lock lock(mutex_);
+  Part& part = parts_.at(index);
+  if (!error_) {
+    std::span<const char> data(part.buf.get(), part.len);
+    lock.unlock();
+    try {
+      auto etag = upload_part(index, data);
+      lock.lock();
+      part.etag  = std::move(etag);
+      part.state = Part::State::sent;
+    } catch (...) {
+      lock.lock();
+      fail(std::current_exception());
+    }
+  }
+  part.buf.reset();
+  --buffered_;
+  --in_flight_;
+  cv_.notify_all();
+}
+
+void RemoteWriter::drain_job() noexcept
+{
+  std::unique_lock lock(mutex_);
+  while (true) {
+    auto it = parts_.find(next_send_);
+    if (error_ || it == parts_.end() || it->second.state != Part::State::queued) { break; }
+    Part& part = it->second;
+    std::span<const char> data(part.buf.get(), part.len);
+    lock.unlock();
+    try {
+      webhdfs_send(data);
+    } catch (...) {
+      lock.lock();
+      fail(std::current_exception());
+      break;
+    }
+    lock.lock();
+    part.state = Part::State::sent;
+    part.buf.reset();
+    --buffered_;
+    ++next_send_;
+    cv_.notify_all();
+  }
+  draining_ = false;
+  --in_flight_;
+  cv_.notify_all();
+}
+
+void RemoteWriter::ensure_multipart()
+{
+  std::lock_guard guard(create_mutex_);
+  if (!upload_id_.empty()) { return; }
+  auto r = send_request(
+    *endpoint_,
+    SendRequest{
+      "POST", with_query(endpoint_->url(), "uploads="), {}, {}, "POST (CreateMultipartUpload) of"});
+  auto id = xml_field(r.body, "UploadId");
+  if (!id || id->empty()) {
+    throw RemoteWriteError("kvikio: CreateMultipartUpload of " + shown_ + " (HTTP status " +
+                             std::to_string(r.status) + ") gave no UploadId",
+                           shown_,
+                           r.status);
+  }
+  upload_id_ = *id;
+}
+
+std::string RemoteWriter::upload_part(std::size_t index, std::span<const char> data)
+{
+  const std::string number = std::to_string(index + 1);
+  auto r                   = send_request(
+    *endpoint_,
+    SendRequest{
+      "PUT",
+      with_query(endpoint_->url(),
+                 "partNumber=" + number + "&uploadId=" + percent_encode(upload_id_, false)),
+      {data},
+      {},
+      "PUT (UploadPart " + number + ", " + std::to_string(data.size()) + " bytes) of"});
+  if (r.etag.empty()) {
+    throw RemoteWriteError("kvikio: UploadPart " + number + " of " + shown_ + " (HTTP status " +
+                             std::to_string(r.status) + ") gave no ETag",
+                           shown_,
+                           r.status);
+  }
+  return r.etag;
+}
+
+void RemoteWriter::webhdfs_send(std::span<const char> data)
+{
+  auto& ep                 = static_cast<WebHdfsEndpoint&>(*endpoint_);
+  const bool create        = !append_ && !created_;
+  const std::string method = create ? "PUT" : "POST";
+  const std::string op     = create
+                               ? std::string("op=CREATE&overwrite=") + (overwrite_ ? "true" : "false")
+                               : std::string("op=APPEND");
+  const std::string name   = create ? "CREATE" : "APPEND";
+  // The name node answers an empty request with a redirect to the data node that takes the
+  // bytes (Hadoop's two-step protocol: the body is sent once, to the data node).
+  auto r =
+    send_request(ep, SendRequest{method, ep.op_url(op), {}, {}, method + " (" + name + ") of"});
+  if (r.location.empty()) {
+    throw RemoteWriteError("kvikio: " + name + " of " + shown_ + ": the name node answered HTTP " +
+                             std::to_string(r.status) + " without a redirect to a data node",
+                           shown_,
+                           r.status);
+  }
+  auto target    = split_url(r.location);
+  const bool tls = lower(ep.url().substr(0, 8)) == "https://";
+  if (!target || (target->scheme != "https" && (tls || target->scheme != "http"))) {
+    throw RemoteWriteError("kvikio: " + name + " of " + shown_ + ": the name node redirected to '" +
+                             redact_url(r.location) + "', which is not an " +
+                             (tls ? "https" : "http(s)") + " URL",
+                           shown_,
+                           r.status);
+  }
+  send_request(ep,
+               SendRequest{method,
+                           r.location,
+                           {data},
+                           {},
+                           method + " (" + name + ", " + std::to_string(data.size()) +
+                             " bytes, to the data node) of"});
+  created_ = true;
+}
+
+void RemoteWriter::commit(std::size_t total)
+{
+  const std::size_t nparts = (total + part_size_ - 1) / part_size_;
+  auto body_of             = [&](std::size_t index) {
+    Part& p = parts_.at(index);
+    return std::span<const char>(p.buf.get(), std::min(p.len, total - index * part_size_));
+  };
+  switch (kind_) {
+    case Kind::S3_SINGLE_PUT: {
+      std::vector<std::span<const char>> body;
+      for (std::size_t k = 0; k < nparts; ++k) {
+        body.push_back(body_of(k));
+      }
+      send_request(*endpoint_, SendRequest{"PUT", {}, std::move(body), {}, "PUT of"});
+      return;
+    }
+    case Kind::S3_MULTIPART: {
+      if (upload_id_.empty() && total <= part_size_) {
+        std::vector<std::span<const char>> body;
+        if (total > 0) { body.push_back(body_of(0)); }
+        send_request(*endpoint_, SendRequest{"PUT", {}, std::move(body), {}, "PUT (PutObject) of"});
+        return;
+      }
+      ensure_multipart();
+      std::string xml = "<CompleteMultipartUpload>";
+      for (std::size_t k = 0; k < nparts; ++k) {
+        Part& p = parts_.at(k);
+        if (p.state == Part::State::filling) {
+          p.etag  = upload_part(k, body_of(k));
+          p.state = Part::State::sent;
+          p.buf.reset();
+        }
+        xml += "<Part><PartNumber>" + std::to_string(k + 1) + "</PartNumber><ETag>" + p.etag +
+               "</ETag></Part>";
+      }
+      xml += "</CompleteMultipartUpload>";
+      auto r = send_request(
+        *endpoint_,
+        SendRequest{"POST",
+                    with_query(endpoint_->url(), "uploadId=" + percent_encode(upload_id_, false)),
+                    {std::span<const char>(xml.data(), xml.size())},
+                    {},
+                    "POST (CompleteMultipartUpload) of"});
+      // S3 may answer 200 and report the failure in the body.
+      if (r.body.find("<Error>") != std::string::npos) {
+        auto code = s3_error_code(r.body);
+        throw RemoteHttpError("kvikio: POST (CompleteMultipartUpload) of " + shown_ +
+                                " failed: HTTP status " + std::to_string(r.status) + " (" + code +
+                                " in the body)",
+                              shown_,
+                              r.status);
+      }
+      upload_id_.clear();  // completed: nothing to abort any more
+      return;
+    }
+    case Kind::WEBHDFS: {
+      for (std::size_t k = next_send_; k < nparts; ++k) {
+        webhdfs_send(body_of(k));
+        parts_.at(k).state = Part::State::sent;
+      }
+      if (!created_ && !append_) { webhdfs_send({}); }  // an empty file
+      created_ = false;                                 // committed: nothing to undo any more
+      return;
+    }
+  }
+}
+
+void RemoteWriter::undo() noexcept
+{
+  try {
+    if (kind_ == Kind::S3_MULTIPART) {
+      std::lock_guard guard(create_mutex_);
+      if (upload_id_.empty()) { return; }
+      send_request(
+        *endpoint_,
+        SendRequest{"DELETE",
+                    with_query(endpoint_->url(), "uploadId=" + percent_encode(upload_id_, false)),
+                    {},
+                    {},
+                    "DELETE (AbortMultipartUpload) of"});
+      upload_id_.clear();
+    } else if (kind_ == Kind::WEBHDFS && created_) {
+      auto& ep = static_cast<WebHdfsEndpoint&>(*endpoint_);
+      if (append_) {
+        send_request(ep,
+                     SendRequest{"POST",
+                                 ep.op_url("op=TRUNCATE&newlength=" + std::to_string(base_length_)),
+                                 {},
+                                 {},
+                                 "POST (TRUNCATE, undoing an append) of"});
+      } else {
+        send_request(
+          ep,
+          SendRequest{"DELETE", ep.op_url("op=DELETE"), {}, {}, "DELETE (undoing a CREATE) of"});
+      }
+      created_ = false;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "kvikio: aborting the write of " << shown_ << " failed: " << e.what() << "\n";
+  }
+}
+
+void RemoteWriter::abort() noexcept
+{
+  {
+    std::unique_lock lock(mutex_);
+    if (finished_) { return; }
+    finished_ = true;
+    // Parts under way finish first, so none lands after the abort (S3 would keep it).
+    cv_.wait(lock, [&] { return in_flight_ == 0; });
+  }
+  undo();
+  std::lock_guard lock(mutex_);
+  parts_.clear();
+  buffered_ = 0;
+}
+
+void RemoteWriter::close()
+{
+  std::unique_lock lock(mutex_);
+  if (finished_) { return; }
+  cv_.wait(lock, [&] { return in_flight_ == 0; });
+  finished_    = true;
+  auto give_up = [&](std::exception_ptr e) {
+    lock.unlock();
+    undo();
+    lock.lock();
+    parts_.clear();
+    buffered_ = 0;
+    std::rethrow_exception(e);
+  };
+  if (error_) { give_up(error_); }
+  const std::size_t total = declared_.value_or(extent_);
+  std::vector<std::pair<std::size_t, std::size_t>> holes;
+  std::size_t hole_bytes = 0;
+  for (std::size_t k = 0; k * part_size_ < total; ++k) {
+    const std::size_t a   = k * part_size_;
+    const std::size_t len = std::min(part_size_, total - a);
+    auto it               = parts_.find(k);
+    std::vector<std::pair<std::size_t, std::size_t>> gaps;
+    if (it == parts_.end()) {
+      gaps.emplace_back(0, len);
+    } else if (it->second.state == Part::State::filling) {
+      gaps = it->second.covered.gaps(len);
+    }
+    for (auto [x, y] : gaps) {
+      // Adjacent gaps of neighbouring parts are one hole.
+      if (!holes.empty() && holes.back().second == a + x) {
+        holes.back().second = a + y;
+      } else {
+        holes.emplace_back(a + x, a + y);
+      }
+      hole_bytes += y - x;
+    }
+  }
+  if (!holes.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < holes.size() && i < 3; ++i) {
+      if (i > 0) { list += ", "; }
+      list += range_text(holes[i].first, holes[i].second);
+    }
+    if (holes.size() > 3) { list += " and " + std::to_string(holes.size() - 3) + " more"; }
+    give_up(std::make_exception_ptr(RemoteIncompleteWriteError(
+      "kvikio: close of " + shown_ + ": bytes " + list + " of the " + std::to_string(total) +
+        " were never written (" + std::to_string(hole_bytes) +
+        " bytes missing); the upload was aborted and no object was written",
+      shown_,
+      0)));
+  }
+  lock.unlock();
+  try {
+    commit(total);
+  } catch (...) {
+    lock.lock();
+    give_up(std::current_exception());
+  }
+  lock.lock();
+  parts_.clear();
+  buffered_ = 0;
+}
+
+}  // namespace kvikio::detail

@@ -1,0 +1,119 @@
+#pragma once
+// The write side of RemoteHandle: part buffers filled in any order, complete parts sent in the
+// background on the shared pool (S3 multipart in parallel, WebHDFS appends in file order),
+// commit or abort at the end.
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <kvikio/remote_handle.hpp>
+
+namespace kvikio::detail {
+
+/// Covered byte ranges [start, end) of one part, merged on insert.
+class IntervalSet {
+ public:
+  /// Adds [a, b); returns the bytes covered afterwards.
+  std::size_t add(std::size_t a, std::size_t b);
+  [[nodiscard]] std::size_t covered() const noexcept { return covered_; }
+  /// The sub-ranges of [0, len) not covered, in order.
+  [[nodiscard]] std::vector<std::pair<std::size_t, std::size_t>> gaps(std::size_t len) const;
+
+ private:
+  std::map<std::size_t, std::size_t> ranges_;  // start -> end, disjoint, not adjacent
+  std::size_t covered_{0};
+};
+
+class RemoteWriter : public std::enable_shared_from_this<RemoteWriter> {
+ public:
+  enum class Kind { S3_MULTIPART, S3_SINGLE_PUT, WEBHDFS };
+
+  /// `endpoint` must be an S3Endpoint (S3_MULTIPART), an S3EndpointWithPresignedUrl
+  /// (S3_SINGLE_PUT) or a WebHdfsEndpoint (WEBHDFS, `append` or not).
+  RemoteWriter(std::shared_ptr<RemoteEndpoint> endpoint,
+               Kind kind,
+               bool append,
+               const RemoteWriteOptions& options);
+  ~RemoteWriter();
+  RemoteWriter(const RemoteWriter&)            = delete;
+  RemoteWriter& operator=(const RemoteWriter&) = delete;
+
+  /// Copies [buf, buf + size) (host or device memory) into the parts at `file_offset`; complete
+  /// parts are queued. Thread safe.
+  void pwrite(const void* buf, std::size_t size, std::size_t file_offset);
+  /// Commits; on failure aborts and rethrows. Not concurrent with pwrite.
+  void close();
+  /// Waits for parts under way, then undoes what was sent. Never throws.
+  void abort() noexcept;
+  /// The declared size, else the end of the furthest write.
+  [[nodiscard]] std::size_t extent() const;
+  /// Advances the position of sequential writes by `size`; returns the offset to write at.
+  std::size_t reserve_sequential(std::size_t size);
+  /// Undoes reserve_sequential(size) that returned `at`, if no later one followed.
+  void release_sequential(std::size_t at, std::size_t size);
+  [[nodiscard]] std::size_t part_size() const noexcept { return part_size_; }
+
+ private:
+  struct Part {
+    std::unique_ptr<char[]> buf;
+    std::size_t len{0};  // the part's length (its buffer's size)
+    IntervalSet covered;
+    int copiers{0};
+    enum class State { filling, queued, sent } state{State::filling};
+    std::string etag;
+  };
+
+  [[nodiscard]] std::size_t part_len(std::size_t index) const noexcept;
+  // With the lock held: the part to copy into, its buffer allocated (waiting for room).
+  Part& acquire(std::unique_lock<std::mutex>& lock, std::size_t index);
+  // With the lock held: `part` is complete; queue it (S3) or wake the ordered drain (WebHDFS).
+  void on_complete(std::unique_lock<std::mutex>& lock, std::size_t index, Part& part);
+  void run_or_detach(std::function<void()> job);
+  void upload_job(std::size_t index) noexcept;
+  void drain_job() noexcept;
+  void fail(std::exception_ptr e);  // lock held by the caller
+  void throw_if_failed() const;     // lock held by the caller
+  [[noreturn]] void throw_mode(const std::string& what) const;
+  void ensure_multipart();
+  std::string upload_part(std::size_t index, std::span<const char> data);
+  void webhdfs_send(std::span<const char> data);
+  void commit(std::size_t total);
+  void undo() noexcept;
+
+  std::shared_ptr<RemoteEndpoint> endpoint_;
+  Kind kind_;
+  bool append_;
+  bool overwrite_;
+  std::string shown_;  // the redacted URL
+  std::size_t part_size_;
+  std::optional<std::size_t> declared_;
+  std::size_t max_buffered_;
+  bool eager_{true};            // complete parts go out before close
+  std::size_t base_length_{0};  // WebHDFS append: the file's length when opened
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<std::size_t, Part> parts_;
+  std::size_t buffered_{0};   // parts with a buffer
+  std::size_t in_flight_{0};  // background jobs queued or running
+  std::size_t extent_{0};
+  std::size_t sequential_{0};
+  std::exception_ptr error_;
+  bool finished_{false};  // closed or aborted
+  bool draining_{false};
+  std::size_t next_send_{0};  // WebHDFS: the next part in file order
+  bool created_{false};       // WebHDFS: the file was created (or appended to) by us
+
+  std::mutex create_mutex_;
+  std::string upload_id_;  // S3 multipart, once created
+};
+
+}  // namespace kvikio::detail
