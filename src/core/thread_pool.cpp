@@ -71,11 +71,11 @@ bool ThreadPool::is_worker_thread() noexcept { return this_thread_is_worker; }
 
 void ThreadPool::enqueue(std::function<void()> job)
 {
-  {
-    std::lock_guard lock(mutex_);
-    if (restart_) { start_locked(num_threads_); }
-    jobs_.push(std::move(job));
-  }
+  std::lock_guard lock(mutex_);
+  if (restart_) { start_locked(num_threads_); }
+  jobs_.push(std::move(job));
+  // Notified under the lock: once it is released this call touches the pool no more, so a
+  // job may destroy its own pool even while the call that queued it is returning.
   job_available_.notify_one();
 }
 
