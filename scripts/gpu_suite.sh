@@ -109,10 +109,10 @@ udev_unfix
 run_ctest gpu_no_udev 240 -L gpu
 udev_fix
 run_ctest gpu_udev 240 -L gpu
-run_ctest remote_device 60 -R 'RemoteHttp.*Device'
+run_ctest remote_device 90 -R 'RemoteHttp.*Device|RemoteWrite.*Device'
 
 # --- 3. Python suite ----------------------------------------------------------------------
-(cd "$SRC" && timeout 150 python3 -m pytest python/tests -q -rsx -p no:cacheprovider) > "$OUT/pytest.log" 2>&1
+(cd "$SRC" && timeout 240 python3 -m pytest python/tests -q -rsx -p no:cacheprovider) > "$OUT/pytest.log" 2>&1
 note "pytest: rc=$? $(tail -1 "$OUT/pytest.log")"
 
 # --- 4. benchmarks ------------------------------------------------------------------------
@@ -127,6 +127,8 @@ timeout 150 env KVIKIO_COMPAT_MODE=ON "$KVIKIO" bench --memory device --size 4Gi
   --repetitions 5 --direct-io --ops read > "$OUT/bench_cold.txt" 2>> "$OUT/bench.err"
 "$KVIKIO" info > "$OUT/info.txt" 2>&1
 timeout 60 python3 -m kvikio.benchmarks.overhead > "$OUT/overhead.txt" 2>> "$OUT/bench.err"
+timeout 120 python3 -m kvikio.benchmarks.s3_upload --size 512MiB --threads 16 --repetitions 2 \
+  > "$OUT/s3_upload.txt" 2>> "$OUT/bench.err"
 timeout 150 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.zarr_io --size 4GiB --chunk 64MiB \
   --threads 16 --repetitions 2 > "$OUT/zarr.txt" 2>> "$OUT/bench.err"
 
@@ -204,7 +206,7 @@ echo
 echo "================ summary ================"
 cat "$SUMMARY"
 sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
-for f in bench_posix bench_cufile bench_cold before_after overhead zarr "${MULTI_FILES[@]}"; do
+for f in bench_posix bench_cufile bench_cold before_after overhead s3_upload zarr "${MULTI_FILES[@]}"; do
   echo "--- $f"; cat "$OUT/$f.txt"
 done
 tail -5 "$OUT/bench.err"
