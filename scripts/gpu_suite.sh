@@ -28,6 +28,11 @@
 #                    blinker, itsdangerous, py-partiql-parser), so the S3 tests and the seed's
 #                    S3 examples run with CuPy buffers too
 set -u
+# GPU_SUITE_STAGES: any of "tests" (steps 2, 3), "bench" (4, 4b, 5) and "image" (6); default
+# "tests bench". One stage per call fits the device tool's 10 minutes; each builds first
+# (incrementally when the machine is still warm).
+STAGES=${GPU_SUITE_STAGES:-tests bench}
+stage() { [[ " $STAGES " == *" $1 "* ]]; }
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 RESULTS=${OUT:-$SRC/gpu-out}
 mkdir -p "$RESULTS"
@@ -105,16 +110,33 @@ run_ctest() {  # $1: log name, $2: time limit, rest: ctest selection
   note "ctest $name: rc=$rc $(grep -E 'tests passed' "$OUT/ctest_$name.log" | tail -1) skipped=$(grep -c -- '(Skipped)' "$OUT/ctest_$name.log")"
   sed -n '/The following tests FAILED/,$p' "$OUT/ctest_$name.log" | grep -E '^\s+[0-9]+ - ' | head -10 | tee -a "$SUMMARY"
 }
-udev_unfix
-run_ctest gpu_no_udev 240 -L gpu
-udev_fix
-run_ctest gpu_udev 240 -L gpu
-run_ctest remote_device 90 -R 'RemoteHttp.*Device|RemoteWrite.*Device'
+# Each binary runs whole in one process per state (CUDA and cuFile start once, not once per
+# case as under ctest, which took minutes); test_device_main.cpp needs no stand-in variable.
+run_gtest() {  # $1: log name, $2: time limit, $3: binary in tests/, rest: its arguments
+  local name=$1 limit=$2 bin=$3; shift 3
+  (cd "$BUILD/tests" && timeout "$limit" "./$bin" --gtest_brief=1 "$@") > "$OUT/gtest_$name.log" 2>&1
+  local rc=$?
+  note "gtest $name: rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]' "$OUT/gtest_$name.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$OUT/gtest_$name.log" | head -10 | tee -a "$SUMMARY"
+}
+if stage tests; then
+  udev_unfix
+  run_gtest device_no_udev 150 test_device
+  run_gtest multi_device_no_udev 100 test_multi_device
+  udev_fix
+  run_gtest device_udev 150 test_device
+  run_gtest multi_device_udev 100 test_multi_device
+  run_ctest remote_device 90 -R 'RemoteHttp.*Device|RemoteWrite.*Device'
+  run_ctest fork_and_hardening 90 -R 'Hardening'
+fi
 
 # --- 3. Python suite ----------------------------------------------------------------------
-(cd "$SRC" && timeout 240 python3 -m pytest python/tests -q -rsx -p no:cacheprovider) > "$OUT/pytest.log" 2>&1
-note "pytest: rc=$? $(tail -1 "$OUT/pytest.log")"
+if stage tests; then
+  (cd "$SRC" && timeout 240 python3 -m pytest python/tests -q -rsx -p no:cacheprovider) > "$OUT/pytest.log" 2>&1
+  note "pytest: rc=$? $(tail -1 "$OUT/pytest.log")"
+fi
 
+if stage bench; then
 # --- 4. benchmarks ------------------------------------------------------------------------
 cd "$BUILD"
 KVIKIO=$BUILD/tools/kvikio
@@ -175,11 +197,15 @@ else
   note "multi-GPU block: skipped ($NGPU GPU(s) listed by nvidia-smi -L)"
 fi
 
+fi
+
 # --- 6. the image's own compiler -------------------------------------------------------------
 # Built that way, libkvikio.so once exported its private libstdc++ and `import cupy` crashed
 # beside it; CMakeLists.txt now keeps symbols of static archives local. Checked here: what the
 # library exports, and the GPU Python tests with that build.
-if [ -n "$IMAGE_CXX" ] && [ "$IMAGE_CXX" != /usr/bin/g++ ] && [ -x "$IMAGE_CXX" ]; then
+if ! stage image; then
+  note "image compiler step: not asked for (GPU_SUITE_STAGES has no 'image')"
+elif [ -n "$IMAGE_CXX" ] && [ "$IMAGE_CXX" != /usr/bin/g++ ] && [ -x "$IMAGE_CXX" ]; then
   STATIC_SITE=/tmp/site-image-cxx
   if (cd "$SRC" && CXX=$IMAGE_CXX CC=${IMAGE_CXX%++}cc timeout 240 python3 -m pip install \
         --no-build-isolation --no-deps -q -C build-dir=/tmp/skbuild-image-cxx --target "$STATIC_SITE" .) \
@@ -205,8 +231,8 @@ fi
 echo
 echo "================ summary ================"
 cat "$SUMMARY"
-sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
+[ -f "$OUT/info.txt" ] && sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
 for f in bench_posix bench_cufile bench_cold before_after overhead s3_upload zarr "${MULTI_FILES[@]}"; do
-  echo "--- $f"; cat "$OUT/$f.txt"
+  [ -f "$OUT/$f.txt" ] && { echo "--- $f"; cat "$OUT/$f.txt"; }
 done
 tail -5 "$OUT/bench.err"
