@@ -22,6 +22,7 @@
 #   .deps/root       curl headers: apt-get download libcurl4-openssl-dev; dpkg -x *.deb root
 #   .gpu-deps/googletest   GoogleTest source (apt-get download googletest; dpkg -x)
 #   .gpu-deps/before an earlier commit's sources, for step 4b (optional)
+#   .gpu-deps/seed   the specification (shared/seed), whose examples test_seed_examples.py runs
 #   .whl             wheels for zarr>=3 and what it needs, pytest-asyncio, and moto 5.2.5 with
 #                    what its S3 server needs there (boto3, botocore, s3transfer, jmespath,
 #                    xmltodict, responses, cryptography, cffi, pycparser, flask, flask-cors,
@@ -72,6 +73,8 @@ if ! ls /usr/lib/x86_64-linux-gnu/cmake/GTest/GTestConfig.cmake > /dev/null 2>&1
     > "$OUT/build.log" 2>&1 || { note "FATAL: GoogleTest build failed"; tail -30 "$OUT/build.log"; exit 1; }
   PREFIX_PATH=/tmp/gtest
 fi
+SEED=$(ls "$SRC"/.gpu-deps/seed/*.txt 2>/dev/null | head -1)
+[ -n "$SEED" ] && export KVIKIO_SEED_PATH=$SEED
 if [ -d "$SRC/.whl" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site "$SRC"/.whl/*.whl >> "$OUT/build.log" 2>&1

@@ -372,6 +372,24 @@ TEST_F(DeviceIO, FailedCopyRaisesNamingTheFileAndLeavesThePoolUsable)
   EXPECT_EQ(to_host(dev, n), random_bytes(n, 9));
 }
 
+// In a child forked after the parent initialised CUDA, every driver call answers
+// CUDA_ERROR_NOT_INITIALIZED; a host buffer must still take the host path there (the H200 run
+// of Hardening.ParallelReadWorksInAForkedChildAfterTheParentUsedThePool failed without this).
+TEST_F(DeviceIO, HostBufferWhereTheDriverAnswersNotInitializedTakesTheHostPath)
+{
+  auto fail = kvikio::test::standin_fn<void (*)(const char*, int, int)>("kvikio_standin_fail");
+  if (fail == nullptr) { GTEST_SKIP() << "fault injection needs the stand-in driver"; }
+  const std::size_t n = 64 * KiB + 3;
+  auto path           = make_file(n, 23);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  std::vector<char> host(n);
+  fail("cuPointerGetAttribute", 1, CUDA_ERROR_NOT_INITIALIZED);
+  EXPECT_EQ(f.read(host.data(), n, 0, 0), n);
+  fail("cuPointerGetAttribute", 1, CUDA_ERROR_NOT_INITIALIZED);
+  EXPECT_EQ(f.pread(host.data(), n, 0, 16 * KiB).get(), n);
+  EXPECT_EQ(host, random_bytes(n, 23));
+}
+
 TEST_F(DeviceIO, ManagedAndPinnedMemoryTakeTheHostPath)
 {
   const std::size_t n = 100 * KiB + 1;

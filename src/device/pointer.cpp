@@ -33,8 +33,13 @@ PointerInfo get_pointer_info(const void* ptr)
   const auto dptr       = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(ptr));
   unsigned int mem_type = 0;
   CUresult r = api.PointerGetAttribute(&mem_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dptr);
-  // Memory the driver does not know (malloc, mmap, the stack) is reported as invalid.
-  if (r == CUDA_ERROR_INVALID_VALUE || (r == CUDA_SUCCESS && mem_type == 0)) { return info; }
+  // Memory the driver does not know (malloc, mmap, the stack) is reported as invalid. In a
+  // child forked after the parent initialised CUDA, every driver call answers NOT_INITIALIZED:
+  // no device memory can exist there, so the buffer is host memory (seen on the H200).
+  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_INITIALIZED ||
+      (r == CUDA_SUCCESS && mem_type == 0)) {
+    return info;
+  }
   cuda_check(r, "cuPointerGetAttribute(MEMORY_TYPE)", "for pointer " + hex(dptr));
   unsigned int managed = 0;
   api.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, dptr);
