@@ -15,11 +15,13 @@ is sent; a size larger than the buffer raises ``ValueError``.
 
 from __future__ import annotations
 
+import functools
 import urllib.parse
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from kvikio import _lib
 from kvikio.cufile import IOFuture
+from kvikio.errors import RemoteURLError
 
 RemoteEndpointType = _lib.RemoteEndpointType
 """The kinds of remote endpoint: ``AUTO`` (inferred from the URL), ``S3``, ``S3_PUBLIC``,
@@ -63,6 +65,7 @@ class RemoteTruncatedError(RemoteError):
 
 __all__ = [
     "RemoteEndpointType",
+    "RemoteURLError",
     "RemoteError",
     "RemoteFile",
     "RemoteHttpError",
@@ -70,8 +73,38 @@ __all__ = [
     "RemoteTimeoutError",
     "RemoteTransportError",
     "RemoteTruncatedError",
+    "infer_remote_endpoint_type",
     "is_remote_file_available",
 ]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _url_errors(func: _F) -> _F:
+    """A ValueError from opening (a URL no endpoint type accepts, missing credentials or
+    region) becomes :class:`kvikio.errors.RemoteURLError`: still a ValueError, and also the
+    RuntimeError upstream KvikIO raises there."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except RemoteURLError:
+            raise
+        except ValueError as e:
+            raise RemoteURLError(str(e)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@_url_errors
+def infer_remote_endpoint_type(url: str) -> RemoteEndpointType:
+    """The endpoint type :meth:`RemoteFile.open` picks for ``url`` under ``AUTO``, without
+    any request: ``S3`` for ``s3://`` and AWS S3 URLs when credentials and a region are
+    available (arguments aside: the ``AWS_*`` environment), else ``S3_PUBLIC``;
+    ``S3_PRESIGNED_URL`` for presigned URLs; ``WEBHDFS`` for ``.../webhdfs/v1/...``;
+    ``HTTP`` for any other http(s) URL. Another scheme raises :class:`RemoteURLError`."""
+    return _lib.infer_remote_endpoint_type(url)
 
 
 def is_remote_file_available() -> bool:
@@ -111,12 +144,14 @@ class RemoteFile:
 
     # -- opening ----------------------------------------------------------------------
     @classmethod
+    @_url_errors
     def open_http(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
         """Open an HTTP/HTTPS URL served with Range support. Without ``nbytes`` the size
         comes from a HEAD request."""
         return cls(_lib.RemoteFile.open_http(url, nbytes))
 
     @classmethod
+    @_url_errors
     def open_s3(
         cls,
         bucket_name: str,
@@ -152,6 +187,7 @@ class RemoteFile:
         )
 
     @classmethod
+    @_url_errors
     def open_s3_url(
         cls,
         url: str,
@@ -192,24 +228,28 @@ class RemoteFile:
         )
 
     @classmethod
+    @_url_errors
     def open_s3_public(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
         """Open an anonymously readable S3 object (no signing): ``s3://<bucket>/<object>``
         (resolved with ``AWS_ENDPOINT_URL`` or ``AWS_DEFAULT_REGION``) or an http(s) URL."""
         return cls(_lib.RemoteFile.open_s3_public(url, nbytes))
 
     @classmethod
+    @_url_errors
     def open_s3_presigned_url(cls, presigned_url: str, nbytes: Optional[int] = None) -> RemoteFile:
         """Open an S3 presigned GET URL (the size comes from a one-byte GET, since a presigned
         URL allows one method only). Messages never show the signature."""
         return cls(_lib.RemoteFile.open_s3_presigned_url(presigned_url, nbytes))
 
     @classmethod
+    @_url_errors
     def open_webhdfs(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
         """Open a file through Apache Hadoop's WebHDFS REST API:
         ``http(s)://<namenode>:<port>/webhdfs/v1/<path>[?user.name=<user>]``."""
         return cls(_lib.RemoteFile.open_webhdfs(url, nbytes))
 
     @classmethod
+    @_url_errors
     def open(
         cls,
         url: str,
