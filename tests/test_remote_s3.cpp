@@ -284,6 +284,28 @@ TEST_F(RemoteS3, PublicObjectIsReadUnsigned)
     RemoteHandle::open(std::string("s3://") + bucket + "/data.bin", RemoteEndpointType::S3_PUBLIC);
   EXPECT_EQ(h.remote_endpoint_type(), RemoteEndpointType::S3_PUBLIC);
   expect_round_trip(h);
+  {
+    // Issue 13: as upstream, AUTO opens an S3 URL without credentials as a public object,
+    // whatever the scheme's case.
+    ScopedEnv no_key("AWS_ACCESS_KEY_ID", std::nullopt),
+      no_secret("AWS_SECRET_ACCESS_KEY", std::nullopt), no_token("AWS_SESSION_TOKEN", std::nullopt),
+      region("AWS_DEFAULT_REGION", "us-east-1");
+    for (const std::string scheme : {"s3://", "S3://"}) {
+      auto a = RemoteHandle::open(scheme + bucket + "/data.bin");
+      EXPECT_EQ(a.remote_endpoint_type(), RemoteEndpointType::S3_PUBLIC);
+      expect_round_trip(a);
+    }
+    // Without S3_PUBLIC in the allow list there is no fallback: the missing key is named.
+    auto msg = std::string();
+    try {
+      RemoteHandle::open(std::string("s3://") + bucket + "/data.bin",
+                         RemoteEndpointType::AUTO,
+                         std::vector<RemoteEndpointType>{RemoteEndpointType::S3});
+    } catch (const std::invalid_argument& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("AWS_ACCESS_KEY_ID"), std::string::npos) << msg;
+  }
   // A private object is refused to unsigned requests.
   put("private.bin", dir_.file("data.bin"));
   try {

@@ -36,7 +36,10 @@ std::string invalid_argument_message(F&& f)
 
 TEST(RemoteUrl, InferRemoteEndpointType)
 {
+  ScopedEnv k("AWS_ACCESS_KEY_ID", "key"), s("AWS_SECRET_ACCESS_KEY", "secret"),
+    r("AWS_DEFAULT_REGION", "us-east-1");
   EXPECT_EQ(infer_remote_endpoint_type("s3://bucket/key"), RemoteEndpointType::S3);
+  EXPECT_EQ(infer_remote_endpoint_type("S3://bucket/key"), RemoteEndpointType::S3);
   EXPECT_EQ(infer_remote_endpoint_type("https://bucket.s3.us-west-2.amazonaws.com/a/b.bin"),
             RemoteEndpointType::S3);
   EXPECT_EQ(infer_remote_endpoint_type("https://s3.us-east-1.amazonaws.com/bucket/b.bin"),
@@ -56,6 +59,35 @@ TEST(RemoteUrl, InferRemoteEndpointType)
     auto msg = invalid_argument_message([&] { infer_remote_endpoint_type(bad); });
     EXPECT_NE(msg.find("'" + bad + "'"), std::string::npos) << msg;
   }
+}
+
+// Issue 13: as upstream, an S3 URL with no credentials in the environment is S3_PUBLIC, and
+// the scheme's case does not matter.
+TEST(RemoteUrl, InferS3PublicWithoutCredentials)
+{
+  ScopedEnv k("AWS_ACCESS_KEY_ID", std::nullopt), s("AWS_SECRET_ACCESS_KEY", std::nullopt),
+    r("AWS_DEFAULT_REGION", std::nullopt), e("AWS_ENDPOINT_URL", std::nullopt);
+  EXPECT_EQ(infer_remote_endpoint_type("s3://bucket/key"), RemoteEndpointType::S3_PUBLIC);
+  EXPECT_EQ(infer_remote_endpoint_type("S3://bucket/key"), RemoteEndpointType::S3_PUBLIC);
+  EXPECT_EQ(infer_remote_endpoint_type("https://bucket.s3.us-west-2.amazonaws.com/a/b.bin"),
+            RemoteEndpointType::S3_PUBLIC);
+  EXPECT_EQ(infer_remote_endpoint_type("http://namenode:9870/user/f.bin"),
+            RemoteEndpointType::HTTP);
+  EXPECT_TRUE(detail::is_s3_url("S3://b/k"));
+  EXPECT_FALSE(detail::is_s3_url("s3:/b/k"));
+  auto [b, o] = S3Endpoint::parse_s3_url("S3://my-bucket/key");
+  EXPECT_EQ(b, "my-bucket");
+  EXPECT_EQ(o, "key");
+}
+
+TEST(RemoteUrl, WebHdfsEndpointAddsTheRestPrefix)
+{
+  WebHdfsEndpoint plain("http://namenode:9870/user/data.bin?user.name=alice");
+  EXPECT_EQ(plain.url(), "http://namenode:9870/webhdfs/v1/user/data.bin?user.name=alice");
+  WebHdfsEndpoint full("http://namenode:9870/webhdfs/v1/user/data.bin");
+  EXPECT_EQ(full.url(), "http://namenode:9870/webhdfs/v1/user/data.bin");
+  EXPECT_THROW(WebHdfsEndpoint("http://namenode:9870/"), std::invalid_argument);
+  EXPECT_THROW(WebHdfsEndpoint("ftp://namenode:9870/user/x"), std::invalid_argument);
 }
 
 TEST(RemoteUrl, ParseS3Url)
@@ -117,8 +149,11 @@ TEST(RemoteUrl, MissingCredentialsOrRegionNameTheVariable)
   S3Endpoint from_host("https://bkt.s3.us-west-2.amazonaws.com/k", std::nullopt, "id", "secret");
   EXPECT_NE(from_host.str().find("us-west-2"), std::string::npos) << from_host.str();
   EXPECT_EQ(from_host.str().find("secret"), std::string::npos) << from_host.str();
-  // s3:// through open() needs the same.
-  msg = invalid_argument_message([] { RemoteHandle::open("s3://bkt/key.bin"); });
+  // s3:// through open() needs the same (without S3_PUBLIC to fall back to, issue 13).
+  msg = invalid_argument_message([] {
+    RemoteHandle::open(
+      "s3://bkt/key.bin", RemoteEndpointType::AUTO, std::vector{RemoteEndpointType::S3});
+  });
   EXPECT_NE(msg.find("s3://bkt/key.bin"), std::string::npos) << msg;
 }
 

@@ -129,8 +129,11 @@ TEST_F(RemoteWebHdfs, ReadPastEndIsEndOfFileError)
 
 TEST(RemoteWebHdfsUrl, MalformedUrlsAreRejected)
 {
-  for (std::string bad :
-       {"http://host:9870/notwebhdfs/file", "s3://bucket/key", "http://host:9870/webhdfs/v1/"}) {
+  // Not a REST URL (inference says HTTP), but the constructor adds the prefix (issue 13).
+  EXPECT_FALSE(WebHdfsEndpoint::is_url_valid("http://host:9870/notwebhdfs/file"));
+  EXPECT_EQ(WebHdfsEndpoint("http://host:9870/notwebhdfs/file").url(),
+            "http://host:9870/webhdfs/v1/notwebhdfs/file");
+  for (std::string bad : {"s3://bucket/key", "http://host:9870/webhdfs/v1/", "http://host:9870/"}) {
     EXPECT_FALSE(WebHdfsEndpoint::is_url_valid(bad)) << bad;
     try {
       WebHdfsEndpoint e(bad);

@@ -240,3 +240,26 @@ TEST(Settings, UnknownNamesAreNamedWithTheKnownOnes)
   KVIKIO_EXPECT_THROW_WITH(
     defaults::get("x"), kvikio::UnknownSettingError, "known: compat_mode, num_threads");
 }
+
+// Issue 13: upstream's KVIKIO_NUM_THREADS is read when KVIKIO_NTHREADS is not set; the two
+// set to different values is an error naming both.
+TEST(Settings, NumThreadsAliasIsRead)
+{
+  {
+    ScopedEnv alias("KVIKIO_NUM_THREADS", "5");
+    kvikio::detail::reload_settings_from_environment();
+    EXPECT_EQ(defaults::num_threads(), 5U);
+    ScopedEnv same("KVIKIO_NTHREADS", "5");
+    kvikio::detail::reload_settings_from_environment();
+    EXPECT_EQ(defaults::num_threads(), 5U);
+  }
+  {
+    ScopedEnv alias("KVIKIO_NUM_THREADS", "5");
+    ScopedEnv name("KVIKIO_NTHREADS", "6");
+    KVIKIO_EXPECT_THROW_WITH(kvikio::detail::reload_settings_from_environment(),
+                             std::invalid_argument,
+                             "KVIKIO_NUM_THREADS");
+  }
+  kvikio::detail::reload_settings_from_environment();
+  EXPECT_EQ(defaults::num_threads(), 1U);
+}

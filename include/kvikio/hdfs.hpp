@@ -20,7 +20,9 @@ namespace kvikio {
 /// The path must not have "." or ".." segments (it could leave /webhdfs/v1/).
 class KVIKIO_EXPORT WebHdfsEndpoint : public RemoteEndpoint {
  public:
-  /// `url` is "http(s)://host:port/webhdfs/v1/<path>[?user.name=..][&doas=..][&..]".
+  /// `url` is "http(s)://host:port/webhdfs/v1/<path>[?user.name=..][&doas=..][&..]", or
+  /// "http(s)://host:port/<path>" (the name node's file path), to which the /webhdfs/v1
+  /// prefix is added.
   /// @throws std::invalid_argument naming the URL if it is not of that form or its path has a
   /// "." or ".." segment.
   explicit WebHdfsEndpoint(std::string url);

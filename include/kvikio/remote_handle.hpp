@@ -283,10 +283,11 @@ class KVIKIO_EXPORT S3EndpointWithPresignedUrl : public RemoteEndpoint {
   static bool is_url_valid(const std::string& url) noexcept;
 };
 
-/// The endpoint type `RemoteHandle::open` would pick for `url` in AUTO mode: S3 for s3:// URLs
-/// and unsigned amazonaws.com S3 URLs, S3_PRESIGNED_URL for presigned ones, WEBHDFS for URLs
-/// whose path starts with /webhdfs/v1/, HTTP for other http(s) URLs. Never S3_PUBLIC (whether
-/// an object needs credentials cannot be told from its URL).
+/// The endpoint type `RemoteHandle::open` would pick for `url` in AUTO mode, without a request:
+/// for s3:// URLs (any case) and unsigned amazonaws.com S3 URLs, S3 when AWS_ACCESS_KEY_ID
+/// and AWS_SECRET_ACCESS_KEY are set, else S3_PUBLIC (as upstream); S3_PRESIGNED_URL for
+/// presigned ones, WEBHDFS for URLs whose path starts with /webhdfs/v1/, HTTP for other
+/// http(s) URLs.
 /// @throws std::invalid_argument naming the URL when none fits (e.g. a bad scheme).
 KVIKIO_EXPORT RemoteEndpointType infer_remote_endpoint_type(const std::string& url);
 
@@ -347,7 +348,9 @@ struct RemoteWriteOptions {
 class KVIKIO_EXPORT RemoteHandle {
  public:
   /// Opens `url` as `remote_endpoint_type` (AUTO: inferred, trying the types of `allow_list`
-  /// in order, default S3, S3_PRESIGNED_URL, WEBHDFS, HTTP). With an explicit type, it must be
+  /// in order, default S3, S3_PUBLIC, S3_PRESIGNED_URL, WEBHDFS, HTTP; as upstream, an S3 URL
+  /// whose signed endpoint cannot be made or whose signed size request fails is opened as
+  /// S3_PUBLIC when that is allowed). With an explicit type, it must be
   /// in `allow_list` when one is given. `nbytes`, when known, saves the size request.
   /// Blocking. @throws std::invalid_argument naming the URL for a URL no allowed type accepts;
   /// RemoteError if the size request fails.

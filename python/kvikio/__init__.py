@@ -7,9 +7,9 @@ buffer protocol (NumPy, bytearray), ``__cuda_array_interface__`` (CuPy, Numba) o
 (PyTorch).
 """
 
-from kvikio import cufile_driver, defaults, mmap, numpy
+from kvikio import cufile_driver, defaults, errors, mmap, numpy, utils
 from kvikio._lib import CompatMode
-from kvikio._lib import __version__ as __version__
+from kvikio._version import __git_commit__, __version__
 from kvikio.buffer import bounce_buffer_free, memory_deregister, memory_register
 from kvikio.cufile import (
     CuFile,
@@ -20,17 +20,27 @@ from kvikio.cufile import (
     drop_system_page_cache,
     get_page_cache_info,
 )
-from kvikio.remote_file import RemoteEndpointType, RemoteError, RemoteFile, is_remote_file_available
+from kvikio.mmap import Mmap
+from kvikio.remote_file import (
+    RemoteEndpointType,
+    RemoteError,
+    RemoteFile,
+    infer_remote_endpoint_type,
+    is_remote_file_available,
+)
 from kvikio.stream import stream_deregister, stream_register
+from kvikio.utils import kvikio_deprecation_notice
 
 __all__ = [
     "CompatMode",
     "CuFile",
     "IOFuture",
     "IOFutureStream",
+    "Mmap",
     "RemoteEndpointType",
     "RemoteError",
     "RemoteFile",
+    "__git_commit__",
     "__version__",
     "bounce_buffer_free",
     "clear_page_cache",
@@ -38,12 +48,16 @@ __all__ = [
     "defaults",
     "drop_file_page_cache",
     "drop_system_page_cache",
+    "errors",
     "get_page_cache_info",
+    "infer_remote_endpoint_type",
     "is_remote_file_available",
+    "kvikio_deprecation_notice",
     "memory_deregister",
     "memory_register",
     "mmap",
     "numpy",
     "stream_deregister",
     "stream_register",
+    "utils",
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+from kvikio.errors import NegativeSettingError, SetArgumentsError
+
 
 class SettingsContext:
     """The result of ``set(...)``: the values are already applied when it is created.
@@ -51,7 +53,7 @@ def updates_from_args(args: tuple, kwargs: dict, func: str) -> dict[str, Any]:
     elif not args:
         updates = {}
     else:
-        raise TypeError(
+        raise SetArgumentsError(
             f"{func}() takes a dict of settings or a key and a value, got {args!r}"
         )
     overlap = set(updates) & set(kwargs)
@@ -62,6 +64,27 @@ def updates_from_args(args: tuple, kwargs: dict, func: str) -> dict[str, Any]:
         if not isinstance(key, str):
             raise KeyError(f"setting names are strings, got {key!r}")
     return updates
+
+
+def is_negative_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value < 0
+
+
+def negative_checked(setter: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
+    """``setter`` whose ValueError for a negative integer is a :class:`NegativeSettingError`
+    (also the OverflowError upstream raises there); the message is the library's."""
+
+    def set_one(key: str, value: Any) -> None:
+        try:
+            setter(key, value)
+        except NegativeSettingError:
+            raise
+        except ValueError as e:
+            if is_negative_int(value):
+                raise NegativeSettingError(str(e)) from None
+            raise
+
+    return set_one
 
 
 def keys_list(keys: Iterable[str]) -> str:

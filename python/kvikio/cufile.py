@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import warnings
 from typing import Any, Optional, Union
 
 from kvikio import _lib
 from kvikio.stream import stream_handle
+from kvikio.utils import kvikio_deprecation_notice
 
 IOFuture = _lib.IOFuture
 """The result of :meth:`CuFile.pread`/:meth:`CuFile.pwrite`: ``get()`` waits and returns the
@@ -140,6 +140,10 @@ class CuFile:
         """Like :meth:`pwrite` but blocking; returns the bytes written."""
         return self._handle.write(buf, size, file_offset, task_size)
 
+    def is_direct_io_supported(self) -> bool:
+        """Whether this file's descriptor was opened with ``O_DIRECT`` (Direct IO usable)."""
+        return self._handle.is_direct_io_supported()
+
     # -- single-call IO on device memory --------------------------------------------------
     # Like libkvikio, these take device memory only: a host buffer raises ValueError naming
     # the method (read/write and pread/pwrite are the calls for host memory).
@@ -168,30 +172,34 @@ class CuFile:
     def raw_read_async(
         self,
         buf: Any,
-        stream: Any,
+        raw_stream: Any,
         size: Optional[int] = None,
         file_offset: int = 0,
         dev_offset: int = 0,
     ) -> IOFutureStream:
-        """Read into device buffer ``buf`` ordered on CUDA ``stream`` (a CuPy/Numba/PyTorch
-        stream or a handle).
+        """Read into device buffer ``buf`` ordered on CUDA stream ``raw_stream`` (its handle,
+        as upstream, or a CuPy/Numba/PyTorch stream).
 
         The read runs after the work queued on the stream before it, and work queued after
         it sees the data. Call ``check_bytes_done()`` on the result to wait for it and get
         the bytes read. Host buffers raise ``ValueError``."""
-        return self._handle.raw_read_async(buf, stream_handle(stream), size, file_offset, dev_offset)
+        return self._handle.raw_read_async(
+            buf, stream_handle(raw_stream), size, file_offset, dev_offset
+        )
 
     def raw_write_async(
         self,
         buf: Any,
-        stream: Any,
+        raw_stream: Any,
         size: Optional[int] = None,
         file_offset: int = 0,
         dev_offset: int = 0,
     ) -> IOFutureStream:
-        """Write from device buffer ``buf`` ordered on CUDA ``stream``; see
+        """Write from device buffer ``buf`` ordered on CUDA stream ``raw_stream``; see
         :meth:`raw_read_async`."""
-        return self._handle.raw_write_async(buf, stream_handle(stream), size, file_offset, dev_offset)
+        return self._handle.raw_write_async(
+            buf, stream_handle(raw_stream), size, file_offset, dev_offset
+        )
 
 
 def _file_arg(file: Any) -> Union[str, int]:
@@ -203,29 +211,45 @@ def _file_arg(file: Any) -> Union[str, int]:
     return os.fspath(file)
 
 
-def get_page_cache_info(file: Any) -> tuple[int, int]:
-    """(pages of ``file`` in the page cache, pages of ``file``). ``file`` is a path, a file
-    descriptor or an object with ``fileno()``."""
-    return _lib.get_page_cache_info(_file_arg(file))
+def _range(offset: int, length: int) -> tuple[int, int]:
+    for name, value in (("offset", offset), ("length", length)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+        if value < 0:
+            raise OverflowError(f"{name} must not be negative, got {value}")
+    return offset, length
 
 
-def drop_file_page_cache(file: Any, sync_first: bool = True) -> None:
-    """Evict the clean pages of ``file`` from the page cache (writing dirty ones back
-    first when ``sync_first``). Needs no privileges."""
-    _lib.drop_file_page_cache(_file_arg(file), sync_first)
+def get_page_cache_info(file: Any, offset: int = 0, length: int = 0) -> tuple[int, int]:
+    """(pages of ``file`` in the page cache, pages of ``file``) over the byte range
+    ``[offset, offset + length)``; ``length=0`` means to the end. The range is clamped to the
+    file and counted in whole pages (partial pages at either end included); an ``offset`` at
+    or past the end gives ``(0, 0)``. ``file`` is a path, a file descriptor or an object with
+    ``fileno()``."""
+    return _lib.get_page_cache_info(_file_arg(file), *_range(offset, length))
 
 
-def drop_system_page_cache(reclaim_dentries_and_inodes: bool = True, sync_first: bool = True) -> None:
-    """Drop the whole system's page cache (needs root; otherwise ``PermissionError``)."""
-    _lib.drop_system_page_cache(reclaim_dentries_and_inodes, sync_first)
+def drop_file_page_cache(
+    file: Any, offset: int = 0, length: int = 0, sync_first: bool = True
+) -> None:
+    """Evict the clean pages of ``file`` wholly inside ``[offset, offset + length)``
+    (``length=0``: to the end) from the page cache, writing dirty ones back first when
+    ``sync_first``. Needs no privileges."""
+    _lib.drop_file_page_cache(_file_arg(file), *_range(offset, length), sync_first)
 
 
-def clear_page_cache(reclaim_dentries_and_inodes: bool = True, clear_dirty_pages: bool = True) -> None:
+def drop_system_page_cache(reclaim_dentries_and_inodes: bool = True, sync_first: bool = True) -> bool:
+    """Drop the whole system's page cache (``vm.drop_caches`` 3, or 1 without
+    ``reclaim_dentries_and_inodes``). Returns whether it was dropped: False when the process
+    may not (it needs root; no ``sudo`` is tried)."""
+    try:
+        _lib.drop_system_page_cache(reclaim_dentries_and_inodes, sync_first)
+    except OSError:
+        return False
+    return True
+
+
+@kvikio_deprecation_notice("Use :func:`drop_system_page_cache` instead.", since="26.04")
+def clear_page_cache(reclaim_dentries_and_inodes: bool = True, clear_dirty_pages: bool = True) -> bool:
     """Deprecated: use :func:`drop_system_page_cache` (or :func:`drop_file_page_cache`)."""
-    warnings.warn(
-        "kvikio.clear_page_cache() is deprecated; use kvikio.drop_system_page_cache() "
-        "or kvikio.drop_file_page_cache()",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    drop_system_page_cache(reclaim_dentries_and_inodes, clear_dirty_pages)
+    return drop_system_page_cache(reclaim_dentries_and_inodes, clear_dirty_pages)

@@ -11,12 +11,29 @@ Sizes are in KiB, as in cuFile.
 
 from __future__ import annotations
 
-from typing import Any
+import atexit
+from typing import Any, Tuple
 
 from kvikio import _lib
-from kvikio._settings import SettingsContext, keys_list, updates_from_args
+from kvikio._settings import SettingsContext, is_negative_int, keys_list, updates_from_args
+from kvikio.errors import NegativeSettingError, ReadOnlyPropertyError
 
-__all__ = ["get", "set", "keys"]
+__all__ = [
+    "ConfigContextManager",
+    "DriverProperties",
+    "driver_close",
+    "driver_open",
+    "get",
+    "initialize",
+    "keys",
+    "libcufile_version",
+    "properties",
+    "set",
+]
+
+ConfigContextManager = SettingsContext
+"""What :func:`set` returns (upstream's name): applied at once; as a context manager it
+restores the previous values on exit."""
 
 # name -> (type, settable)
 _PROPERTIES: dict[str, tuple[type, bool]] = {
@@ -63,11 +80,15 @@ def get(key: str) -> Any:
 def _validate(key: str, value: Any) -> None:
     kind, settable = _check_key(key)
     if not settable:
-        raise ValueError(f"cuFile driver property {key!r} is read-only")
+        raise ReadOnlyPropertyError(f"cuFile driver property {key!r} is read-only")
     if kind is bool:
         if not isinstance(value, bool):
             raise ValueError(f"cuFile driver property {key!r} needs True or False, got {value!r}")
-    elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    elif is_negative_int(value):
+        raise NegativeSettingError(
+            f"cuFile driver property {key!r} needs a non-negative integer, got {value!r}"
+        )
+    elif isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(
             f"cuFile driver property {key!r} needs a non-negative integer, got {value!r}"
         )
@@ -87,7 +108,7 @@ def _set_one(key: str, value: Any) -> None:
 def _get_for_restore(key: str) -> Any:
     kind, settable = _check_key(key)
     if not settable:
-        raise ValueError(f"cuFile driver property {key!r} is read-only")
+        raise ReadOnlyPropertyError(f"cuFile driver property {key!r} is read-only")
     return get(key)
 
 
@@ -100,3 +121,53 @@ def set(*args: Any, **kwargs: Any) -> SettingsContext:
     for key, value in updates.items():  # every key and value, before anything is read or set
         _validate(key, value)
     return SettingsContext(updates, _get_for_restore, _set_one)
+
+
+class DriverProperties:
+    """The driver properties as attributes (``properties.poll_mode``, ...): reading one is
+    :func:`get`, assigning a settable one is :func:`set`; the read-only ones have no setter
+    (``AttributeError``)."""
+
+    def __repr__(self) -> str:
+        return "<kvikio.cufile_driver.properties>"
+
+
+def _attribute(name: str, settable: bool) -> property:
+    def fget(self: DriverProperties) -> Any:
+        return get(name)
+
+    def fset(self: DriverProperties, value: Any) -> None:
+        _set_one(name, value)
+
+    return property(fget, fset if settable else None, doc=f"The ``{name}`` property.")
+
+
+for _name, (_kind, _settable) in _PROPERTIES.items():
+    setattr(DriverProperties, _name, _attribute(_name, _settable))
+
+properties = DriverProperties()
+"""The cuFile driver properties as attributes (see :class:`DriverProperties`)."""
+
+
+def libcufile_version() -> Tuple[int, int]:
+    """(major, minor) of the libcufile loaded (not of the CUDA toolkit): (1, 15) for 1.15.
+    (0, 0) when cuFile is not loaded or too old to say (before 1.8)."""
+    major, rest = divmod(int(_lib.libcufile_version()), 1000)
+    return (major, rest // 10)
+
+
+def driver_open() -> None:
+    """Open the cuFile driver (``RuntimeError`` if cuFile is not usable). Each call must be
+    matched by a :func:`driver_close`; opening is otherwise automatic."""
+    _lib.driver_open()
+
+
+def driver_close() -> None:
+    """Undo one :func:`driver_open` (nothing if none is open)."""
+    _lib.driver_close()
+
+
+def initialize() -> None:
+    """Open the cuFile driver now, and close it when the interpreter exits."""
+    driver_open()
+    atexit.register(driver_close)

@@ -21,9 +21,16 @@ from __future__ import annotations
 from typing import Any
 
 from kvikio import _lib
-from kvikio._settings import SettingsContext, updates_from_args
+from kvikio._settings import SettingsContext, negative_checked, updates_from_args
 
-__all__ = ["get", "set", "keys", "is_compat_mode_preferred"]
+__all__ = ["ConfigContextManager", "get", "set", "keys", "is_compat_mode_preferred"]
+
+ConfigContextManager = SettingsContext
+"""What :func:`set` returns (upstream's name): the values are applied at once; as a context
+manager it restores the previous ones on exit."""
+
+# Upstream's undocumented alias of num_threads (its C++ name).
+_ALIASES = {"thread_pool_nthreads": "num_threads"}
 
 
 def keys() -> list[str]:
@@ -33,7 +40,7 @@ def keys() -> list[str]:
 
 def get(key: str) -> Any:
     """The current value of setting ``key``. Raises ``KeyError`` for an unknown key."""
-    return _lib.defaults_get(key)
+    return _lib.defaults_get(_ALIASES.get(key, key) if isinstance(key, str) else key)
 
 
 def set(*args: Any, **kwargs: Any) -> SettingsContext:
@@ -43,7 +50,10 @@ def set(*args: Any, **kwargs: Any) -> SettingsContext:
     already changed by this call are put back. The result may be used as a context manager
     that restores the previous values on exit.
     """
-    return SettingsContext(updates_from_args(args, kwargs, "set"), get, _lib.defaults_set)
+    updates = {
+        _ALIASES.get(k, k): v for k, v in updates_from_args(args, kwargs, "set").items()
+    }
+    return SettingsContext(updates, get, negative_checked(_lib.defaults_set))
 
 
 def is_compat_mode_preferred() -> bool:

@@ -11,6 +11,33 @@ from kvikio.cufile import IOFuture
 __all__ = ["Mmap"]
 
 
+class _Closed:
+    """Whether a mapping is closed, usable both ways: as a flag (``if m.closed:``, ours) and
+    called (``m.closed()``, upstream's method). Compares equal to the bool it stands for."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: bool) -> None:
+        self._value = value
+
+    def __call__(self) -> bool:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return self._value
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Closed):
+            other = other._value
+        return self._value == other if isinstance(other, bool) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __repr__(self) -> str:
+        return repr(self._value)
+
+
 class Mmap:
     """A read-only map of ``[initial_map_offset, initial_map_offset + initial_map_size)`` of
     a file (to its end when ``initial_map_size`` is None). Reads copy from the map into host
@@ -30,7 +57,9 @@ class Mmap:
         )
 
     def file_size(self) -> int:
-        """Size of the file in bytes (as when mapped)."""
+        """Size of the file in bytes (as when mapped); 0 once closed, as upstream."""
+        if self._handle.closed:
+            return 0
         return self._handle.file_size()
 
     def initial_map_size(self) -> int:
@@ -46,9 +75,9 @@ class Mmap:
         self._handle.close()
 
     @property
-    def closed(self) -> bool:
-        """True once the map is closed."""
-        return self._handle.closed
+    def closed(self) -> _Closed:
+        """Whether the mapping is closed: ``m.closed`` and ``m.closed()`` both work."""
+        return _Closed(self._handle.closed)
 
     def read(self, buf: Any, size: Optional[int] = None, offset: int = 0) -> int:
         """Copy ``size`` bytes (default: from ``offset`` to the end of the map) at file

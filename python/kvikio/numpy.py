@@ -1,4 +1,5 @@
-"""NumPy-style helpers: :func:`fromfile` and :func:`tofile` through kvikio.
+"""NumPy-style helpers: :func:`fromfile` and :func:`tofile` through kvikio, and
+:class:`LikeWrapper`, which makes ``numpy.fromfile(..., like=...)`` read through kvikio.
 
 ``like=`` selects the array library of the result (e.g. a CuPy array reads straight into
 GPU memory).
@@ -6,18 +7,62 @@ GPU memory).
 
 from __future__ import annotations
 
+import io
 import os
-from typing import Any
+from typing import Any, Protocol, Union, runtime_checkable
 
 import numpy as np
 
 from kvikio.cufile import CuFile
+from kvikio.errors import NotSupportedError
 
-__all__ = ["fromfile", "tofile"]
+__all__ = ["FileLike", "LikeWrapper", "fromfile", "tofile"]
+
+
+@runtime_checkable
+class FileLike(Protocol):
+    """An open file of the OS: it has ``fileno()`` and a ``name`` (its path), as the objects
+    ``open()`` returns do."""
+
+    def fileno(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+class LikeWrapper:
+    """Wraps an array so that ``numpy.fromfile(path, dtype, like=LikeWrapper(a))`` reads
+    through :func:`kvikio.numpy.fromfile` into an array of ``a``'s kind (a CuPy ``a``: device
+    memory). Other NumPy functions called with it run unchanged."""
+
+    def __init__(self, like: Any) -> None:
+        self._like = like
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if func is np.fromfile:
+            return fromfile(*args, like=self._like, **kwargs)
+        return func(*args, **kwargs)
+
+
+PathOrFile = Union[str, "os.PathLike[str]", io.IOBase, FileLike]
+
+
+def _path(file: Any) -> str:
+    """The path of ``file``: a path, or an open file object's ``name``. The file is reopened
+    by path, so the object's position is not used (as upstream)."""
+    if isinstance(file, (str, bytes, os.PathLike)):
+        return os.fsdecode(os.fspath(file))
+    if isinstance(file, FileLike):
+        name = file.name
+        if isinstance(name, (str, bytes, os.PathLike)):
+            return os.fsdecode(os.fspath(name))
+    raise TypeError(
+        f"expected a path or an open file with fileno() and a name, got {type(file).__name__}"
+    )
 
 
 def fromfile(
-    file: "str | os.PathLike[str]",
+    file: PathOrFile,
     dtype: Any = float,
     count: int = -1,
     sep: str = "",
@@ -25,43 +70,58 @@ def fromfile(
     *,
     like: Any = None,
 ) -> Any:
-    """Read binary data of ``dtype`` from ``file`` (like ``numpy.fromfile``).
+    """Read binary data of ``dtype`` from ``file`` (a path or an open file object), like
+    ``numpy.fromfile``.
 
-    ``count=-1`` reads to the end of the file; ``offset`` is in bytes. Only binary files
-    (``sep=""``) are supported. Object dtypes raise ``ValueError``, as in NumPy."""
+    ``count=-1`` reads to the end of the file; a larger ``count`` than the file holds is cut
+    to what it holds (as NumPy does). ``offset`` is in bytes from the start of the file.
+    Only binary files (``sep=""``) are supported. Object dtypes raise ``ValueError``, as in
+    NumPy."""
     if sep != "":
-        raise ValueError(f"kvikio.numpy.fromfile reads binary files only (sep must be '', got {sep!r})")
+        raise NotSupportedError(
+            f"kvikio.numpy.fromfile reads binary files only (sep must be '', got {sep!r})"
+        )
     if offset < 0:
         raise OverflowError(f"offset must not be negative, got {offset}")
+    path = _path(file)
     dtype = np.dtype(dtype)
     if dtype.hasobject:
         # Object items are PyObject pointers: file bytes in them would crash the interpreter.
         raise ValueError("Cannot read into object array")
-    with CuFile(file, "r") as f:
-        if count < 0:
-            available = f.nbytes() - offset
-            if available < 0:
-                raise ValueError(f"offset {offset} is beyond the end of {os.fspath(file)!r}")
-            count = available // dtype.itemsize
+    with CuFile(path, "r") as f:
+        available = f.nbytes() - offset
+        if available < 0:
+            raise ValueError(f"offset {offset} is beyond the end of {path!r}")
+        whole = available // dtype.itemsize
+        count = whole if count < 0 else min(count, whole)
         if like is None:
             out = np.empty(count, dtype=dtype)
         else:
             out = np.empty_like(like, dtype=dtype, shape=(count,))
-        f.read(out, file_offset=offset)
+        if count > 0:
+            f.read(out, file_offset=offset)
     return out
 
 
-def tofile(ndarray: Any, file: "str | os.PathLike[str]", sep: str = "", format: str = "%s") -> None:
-    """Write the bytes of a C-contiguous array to ``file`` (like ``ndarray.tofile``);
-    binary only."""
+def tofile(ary: Any, file: PathOrFile, sep: str = "", format: str = "%s") -> None:
+    """Write the bytes of ``ary`` in C order to ``file`` (a path or an open file object,
+    reopened by name and truncated), like ``ndarray.tofile``; binary only. A CuPy array is
+    written from device memory."""
     if sep != "":
-        raise ValueError(f"kvikio.numpy.tofile writes binary files only (sep must be '', got {sep!r})")
-    dtype = getattr(ndarray, "dtype", None)
+        raise NotSupportedError(
+            f"kvikio.numpy.tofile writes binary files only (sep must be '', got {sep!r})"
+        )
+    dtype = getattr(ary, "dtype", None)
     if getattr(dtype, "hasobject", False):
         # Refused before "w" truncates the file; CuFile.write refuses such buffers as well.
         raise TypeError(
             f"kvikio.numpy.tofile cannot write object arrays (dtype {dtype}): "
             "their items are Python object pointers, not data"
         )
-    with CuFile(file, "w") as f:
-        f.write(ndarray)
+    path = _path(file)
+    try:
+        contiguous = np.ascontiguousarray(ary, like=ary)
+    except TypeError:  # an array library without __array_function__ for it
+        contiguous = ary
+    with CuFile(path, "w") as f:
+        f.write(contiguous)

@@ -15,12 +15,14 @@ is sent; a size larger than the buffer raises ``ValueError``.
 
 from __future__ import annotations
 
+import functools
 import io
 import urllib.parse
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from kvikio import _lib
 from kvikio.cufile import IOFuture
+from kvikio.errors import RemoteURLError
 
 RemoteEndpointType = _lib.RemoteEndpointType
 """The kinds of remote endpoint: ``AUTO`` (inferred from the URL), ``S3``, ``S3_PUBLIC``,
@@ -83,6 +85,7 @@ class RemoteModeError(RemoteError, io.UnsupportedOperation):
 
 __all__ = [
     "RemoteEndpointType",
+    "RemoteURLError",
     "RemoteError",
     "RemoteFile",
     "RemoteHttpError",
@@ -94,8 +97,38 @@ __all__ = [
     "RemoteTimeoutError",
     "RemoteTransportError",
     "RemoteTruncatedError",
+    "infer_remote_endpoint_type",
     "is_remote_file_available",
 ]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _url_errors(func: _F) -> _F:
+    """A ValueError from opening (a URL no endpoint type accepts, missing credentials or
+    region) becomes :class:`kvikio.errors.RemoteURLError`: still a ValueError, and also the
+    RuntimeError upstream KvikIO raises there."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except RemoteURLError:
+            raise
+        except ValueError as e:
+            raise RemoteURLError(str(e)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@_url_errors
+def infer_remote_endpoint_type(url: str) -> RemoteEndpointType:
+    """The endpoint type :meth:`RemoteFile.open` picks for ``url`` under ``AUTO``, without
+    any request: ``S3`` for ``s3://`` and AWS S3 URLs when credentials and a region are
+    available (arguments aside: the ``AWS_*`` environment), else ``S3_PUBLIC``;
+    ``S3_PRESIGNED_URL`` for presigned URLs; ``WEBHDFS`` for ``.../webhdfs/v1/...``;
+    ``HTTP`` for any other http(s) URL. Another scheme raises :class:`RemoteURLError`."""
+    return _lib.infer_remote_endpoint_type(url)
 
 
 def is_remote_file_available() -> bool:
@@ -135,12 +168,14 @@ class RemoteFile:
 
     # -- opening ----------------------------------------------------------------------
     @classmethod
+    @_url_errors
     def open_http(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
         """Open an HTTP/HTTPS URL served with Range support. Without ``nbytes`` the size
         comes from a HEAD request."""
         return cls(_lib.RemoteFile.open_http(url, nbytes))
 
     @classmethod
+    @_url_errors
     def open_s3(
         cls,
         bucket_name: str,
@@ -185,6 +220,7 @@ class RemoteFile:
         )
 
     @classmethod
+    @_url_errors
     def open_s3_url(
         cls,
         url: str,
@@ -237,12 +273,14 @@ class RemoteFile:
         )
 
     @classmethod
+    @_url_errors
     def open_s3_public(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
         """Open an anonymously readable S3 object (no signing): ``s3://<bucket>/<object>``
         (resolved with ``AWS_ENDPOINT_URL`` or ``AWS_DEFAULT_REGION``) or an http(s) URL."""
         return cls(_lib.RemoteFile.open_s3_public(url, nbytes))
 
     @classmethod
+    @_url_errors
     def open_s3_presigned_url(
         cls, presigned_url: str, nbytes: Optional[int] = None, mode: str = "r"
     ) -> RemoteFile:
@@ -254,6 +292,7 @@ class RemoteFile:
         return cls(_lib.RemoteFile.open_s3_presigned_url(presigned_url, nbytes, mode))
 
     @classmethod
+    @_url_errors
     def open_webhdfs(
         cls,
         url: str,
@@ -272,6 +311,7 @@ class RemoteFile:
         return cls(_lib.RemoteFile.open_webhdfs(url, nbytes, mode, part_size, overwrite))
 
     @classmethod
+    @_url_errors
     def open(
         cls,
         url: str,

@@ -29,11 +29,12 @@ def stream_handle(stream: Any) -> int:
     raise TypeError(f"expected a CUDA stream or its handle, got {type(stream).__name__}")
 
 
-def stream_register(stream: Any, flags: int) -> None:
-    """Register ``stream`` with cuFile (``cuFileStreamRegister``) with ``flags``."""
-    _lib.stream_register(stream_handle(stream), flags)
+def stream_register(raw_stream: Any, flags: int) -> None:
+    """Register CUDA stream ``raw_stream`` (its handle, or a stream object) with cuFile
+    (``cuFileStreamRegister``) with ``flags``."""
+    _lib.stream_register(stream_handle(raw_stream), flags)
 
 
-def stream_deregister(stream: Any) -> None:
+def stream_deregister(raw_stream: Any) -> None:
     """Undo :func:`stream_register`."""
-    _lib.stream_deregister(stream_handle(stream))
+    _lib.stream_deregister(stream_handle(raw_stream))

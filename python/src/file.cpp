@@ -20,6 +20,7 @@
 #include "bindings.hpp"
 #include "buffer.hpp"
 #include "future.hpp"
+#include "os_error.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -199,9 +200,7 @@ class File {
   /// held, so close() in another thread cannot pull it away).
   [[nodiscard]] std::shared_ptr<FileHandle> checked() const
   {
-    if (closed()) {
-      throw nb::value_error(("I/O operation on closed file '" + path_ + "'").c_str());
-    }
+    if (closed()) { throw_closed("I/O operation on closed file '" + path_ + "'"); }
     return handle_;
   }
   std::string path_;
@@ -246,24 +245,45 @@ void bind_file(nb::module_& m)
             "dev_offset"_a  = 0);
   }
 
-  m.def("get_page_cache_info",
-        nb::overload_cast<const std::string&>(&get_page_cache_info),
-        "file"_a,
-        nb::call_guard<nb::gil_scoped_release>());
-  m.def("get_page_cache_info",
-        nb::overload_cast<int>(&get_page_cache_info),
-        "fd"_a,
-        nb::call_guard<nb::gil_scoped_release>());
-  m.def("drop_file_page_cache",
-        nb::overload_cast<const std::string&, bool>(&drop_file_page_cache),
-        "file"_a,
-        "sync_first"_a = true,
-        nb::call_guard<nb::gil_scoped_release>());
-  m.def("drop_file_page_cache",
-        nb::overload_cast<int, bool>(&drop_file_page_cache),
-        "fd"_a,
-        "sync_first"_a = true,
-        nb::call_guard<nb::gil_scoped_release>());
+  // (file or fd, offset, length[, sync_first]): upstream's forms; length 0 means to the end.
+  m.def(
+    "get_page_cache_info",
+    [](const std::string& file, std::size_t offset, std::size_t length) {
+      return get_page_cache_info(file, offset, length);
+    },
+    "file"_a,
+    "offset"_a = 0,
+    "length"_a = 0,
+    nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+    "get_page_cache_info",
+    [](int fd, std::size_t offset, std::size_t length) {
+      return get_page_cache_info(fd, offset, length);
+    },
+    "fd"_a,
+    "offset"_a = 0,
+    "length"_a = 0,
+    nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+    "drop_file_page_cache",
+    [](const std::string& file, std::size_t offset, std::size_t length, bool sync_first) {
+      drop_file_page_cache(file, offset, length, sync_first);
+    },
+    "file"_a,
+    "offset"_a     = 0,
+    "length"_a     = 0,
+    "sync_first"_a = true,
+    nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+    "drop_file_page_cache",
+    [](int fd, std::size_t offset, std::size_t length, bool sync_first) {
+      drop_file_page_cache(fd, offset, length, sync_first);
+    },
+    "fd"_a,
+    "offset"_a     = 0,
+    "length"_a     = 0,
+    "sync_first"_a = true,
+    nb::call_guard<nb::gil_scoped_release>());
   m.def("drop_system_page_cache",
         &drop_system_page_cache,
         "reclaim_dentries_and_inodes"_a = true,

@@ -14,6 +14,7 @@
 #include "bindings.hpp"
 #include "buffer.hpp"
 #include "future.hpp"
+#include "os_error.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -92,9 +93,7 @@ class Mmap {
   }
   [[nodiscard]] std::shared_ptr<MmapHandle> checked() const
   {
-    if (closed()) {
-      throw nb::value_error(("I/O operation on closed mapping of '" + path_ + "'").c_str());
-    }
+    if (closed()) { throw_closed("I/O operation on closed mapping of '" + path_ + "'"); }
     return handle_;
   }
   std::string path_;

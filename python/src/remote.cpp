@@ -20,6 +20,7 @@
 #include "bindings.hpp"
 #include "buffer.hpp"
 #include "future.hpp"
+#include "os_error.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -186,7 +187,7 @@ class Remote {
  private:
   [[nodiscard]] std::shared_ptr<RemoteHandle> checked() const
   {
-    if (!handle_) { throw nb::value_error("I/O operation on a closed RemoteFile"); }
+    if (!handle_) { throw_closed("I/O operation on a closed RemoteFile"); }
     return handle_;
   }
   std::shared_ptr<RemoteHandle> handle_;
@@ -394,6 +395,10 @@ void bind_remote(nb::module_& m)
   def_parallel_io(cls, "read", &Remote::read, DefaultOffset::ZERO);
   def_parallel_io(cls, "write", &Remote::write, DefaultOffset::NONE);
   def_parallel_io(cls, "pwrite", &Remote::pwrite, DefaultOffset::ZERO);
+  m.def(
+    "infer_remote_endpoint_type",
+    [](const std::string& url) { return infer_remote_endpoint_type(url); },
+    "url"_a);
   m.def(
     "redact_url", [](const std::string& url) { return redact_url(url); }, "url"_a);
 }

@@ -175,7 +175,8 @@ def test_bad_environment_value_is_a_clear_error():
         "import kvikio.defaults as d; d.get('num_threads')", KVIKIO_NTHREADS="lots"
     )
     assert r.returncode != 0
-    assert "ValueError" in r.stderr and "KVIKIO_NTHREADS" in r.stderr and "lots" in r.stderr
+    # kvikio.errors.InvalidArgumentError: a ValueError (and upstream's RuntimeError).
+    assert "InvalidArgumentError" in r.stderr and "KVIKIO_NTHREADS" in r.stderr and "lots" in r.stderr
 
 
 # AUTO is decided once, by the C++ library, the same in both languages (DESIGN.md §1): cuFile

@@ -159,7 +159,8 @@ def test_bad_arguments(http_server):
     [
         ("open_http", "ftp://127.0.0.1/x.bin"),
         ("open_http", "not a url"),
-        ("open_webhdfs", "http://127.0.0.1:1/not/webhdfs"),
+        # A path without /webhdfs/v1 gets the prefix (issue 13); a URL without a path cannot.
+        ("open_webhdfs", "http://127.0.0.1:1/"),
         ("open_s3_presigned_url", "http://127.0.0.1:1/bucket/key"),
         ("open", "ftp://127.0.0.1/x.bin"),
         ("open_s3_url", "ftp://bucket/key"),

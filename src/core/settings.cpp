@@ -293,9 +293,24 @@ struct Settings {
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const auto& s   = specs()[i];
       const char* env = std::getenv(std::string(s.env_var).c_str());
-      entries[i]      = env == nullptr ? Entry{s.default_value, SettingSource::DEFAULT}
-                                       : Entry{parse_env(s, env), SettingSource::ENVIRONMENT};
+      if (s.env_var == "KVIKIO_NTHREADS") { env = with_alias(s, env, "KVIKIO_NUM_THREADS"); }
+      entries[i] = env == nullptr ? Entry{s.default_value, SettingSource::DEFAULT}
+                                  : Entry{parse_env(s, env), SettingSource::ENVIRONMENT};
     }
+  }
+
+  /// Upstream's second name of a variable (KVIKIO_NUM_THREADS for KVIKIO_NTHREADS): used
+  /// when the first is unset; both set to different values is an error naming both.
+  static const char* with_alias(const SettingSpec& s, const char* env, const char* alias)
+  {
+    const char* other = std::getenv(alias);
+    if (other == nullptr) { return env; }
+    if (env == nullptr) { return other; }
+    if (std::string_view(env) != std::string_view(other)) {
+      throw std::invalid_argument(std::string(s.env_var) + "='" + env + "' and " + alias + "='" +
+                                  other + "' disagree: set one of them");
+    }
+    return env;
   }
 
   Entry& operator[](Id id) { return entries[static_cast<std::size_t>(id)]; }

@@ -262,7 +262,7 @@ std::pair<std::string, std::string> S3Endpoint::parse_s3_url(const std::string& 
     return std::invalid_argument("S3: '" + redact_url(s3_url) +
                                  "' is not an s3://<bucket>/<object> URL: " + why);
   };
-  if (s3_url.rfind("s3://", 0) != 0) { throw bad("the scheme must be s3://"); }
+  if (!detail::is_s3_url(s3_url)) { throw bad("the scheme must be s3://"); }
   std::string rest = s3_url.substr(5);
   auto slash       = rest.find('/');
   if (slash == 0 || rest.empty()) { throw bad("no bucket name"); }
@@ -284,7 +284,7 @@ S3Endpoint::S3Endpoint(std::string url,
                        std::optional<std::string> aws_session_token)
   : RemoteEndpoint(RemoteEndpointType::S3, std::move(url))
 {
-  if (url_.rfind("s3://", 0) == 0) {
+  if (detail::is_s3_url(url_)) {
     url_ = url_from_bucket_and_object(
       parse_s3_url(url_).first, parse_s3_url(url_).second, aws_region, std::nullopt);
   }
@@ -358,7 +358,7 @@ std::size_t S3Endpoint::get_file_size() { return detail::size_from_head(*this); 
 bool S3Endpoint::is_url_valid(const std::string& url) noexcept
 {
   try {
-    if (url.rfind("s3://", 0) == 0) {
+    if (detail::is_s3_url(url)) {
       parse_s3_url(url);
       return true;
     }
@@ -375,7 +375,7 @@ bool S3Endpoint::is_url_valid(const std::string& url) noexcept
 namespace {
 std::string public_url(const std::string& url)
 {
-  if (url.rfind("s3://", 0) != 0) {
+  if (!detail::is_s3_url(url)) {
     require_http_url(url, "S3PublicEndpoint");
     return url;
   }
@@ -449,7 +449,13 @@ bool S3EndpointWithPresignedUrl::is_url_valid(const std::string& url) noexcept
 
 RemoteEndpointType infer_remote_endpoint_type(const std::string& url)
 {
-  if (S3Endpoint::is_url_valid(url)) { return RemoteEndpointType::S3; }
+  if (S3Endpoint::is_url_valid(url)) {
+    // As upstream: S3 when the environment has credentials, else S3_PUBLIC. No request is
+    // sent; RemoteHandle::open falls back from S3 to S3_PUBLIC when signing fails.
+    const bool has_credentials = detail::getenv_nonempty("AWS_ACCESS_KEY_ID").has_value() &&
+                                 detail::getenv_nonempty("AWS_SECRET_ACCESS_KEY").has_value();
+    return has_credentials ? RemoteEndpointType::S3 : RemoteEndpointType::S3_PUBLIC;
+  }
   if (S3EndpointWithPresignedUrl::is_url_valid(url)) {
     return RemoteEndpointType::S3_PRESIGNED_URL;
   }

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <stdexcept>
 
@@ -10,6 +11,7 @@
 #include "device/pointer.hpp"
 #include "device/staging.hpp"
 #include "remote/transfer.hpp"
+#include "remote/url.hpp"
 #include "remote/writer.hpp"
 
 namespace kvikio {
@@ -61,7 +63,8 @@ bool url_fits(RemoteEndpointType type, const std::string& url, bool explicit_typ
     case RemoteEndpointType::S3:
       return S3Endpoint::is_url_valid(url) || (explicit_type && HttpEndpoint::is_url_valid(url));
     case RemoteEndpointType::S3_PUBLIC:
-      return S3PublicEndpoint::is_url_valid(url);
+      // Inference takes only S3 URLs as public S3 (any http(s) URL would fit otherwise).
+      return explicit_type ? S3PublicEndpoint::is_url_valid(url) : S3Endpoint::is_url_valid(url);
     case RemoteEndpointType::S3_PRESIGNED_URL:
       return S3EndpointWithPresignedUrl::is_url_valid(url);
     case RemoteEndpointType::WEBHDFS:
@@ -78,7 +81,7 @@ std::unique_ptr<RemoteEndpoint> make_endpoint(RemoteEndpointType type, const std
 {
   switch (type) {
     case RemoteEndpointType::S3:
-      if (url.rfind("s3://", 0) == 0) {
+      if (detail::is_s3_url(url)) {
         return std::make_unique<S3Endpoint>(S3Endpoint::parse_s3_url(url));
       }
       return std::make_unique<S3Endpoint>(url);
@@ -113,18 +116,52 @@ RemoteHandle RemoteHandle::open(const std::string& url,
                                 std::optional<std::vector<RemoteEndpointType>> allow_list,
                                 std::optional<std::size_t> nbytes)
 {
+  // Upstream's default list: S3 before S3_PUBLIC, which is S3's fallback.
   const std::vector<RemoteEndpointType> types =
     allow_list.value_or(std::vector<RemoteEndpointType>{RemoteEndpointType::S3,
+                                                        RemoteEndpointType::S3_PUBLIC,
                                                         RemoteEndpointType::S3_PRESIGNED_URL,
                                                         RemoteEndpointType::WEBHDFS,
                                                         RemoteEndpointType::HTTP});
+  const bool public_allowed =
+    std::find(types.begin(), types.end(), RemoteEndpointType::S3_PUBLIC) != types.end();
   std::unique_ptr<RemoteEndpoint> endpoint;
   if (remote_endpoint_type == RemoteEndpointType::AUTO) {
     for (auto t : types) {
-      if (url_fits(t, url, false)) {
-        endpoint = make_endpoint(t, url);
-        break;
+      if (!url_fits(t, url, false)) { continue; }
+      if (t == RemoteEndpointType::S3 && public_allowed) {
+        // As upstream: an S3 URL that cannot be opened signed (no credentials or region, or
+        // the signed HEAD fails) is tried as a public object, so public buckets open without
+        // credentials.
+        std::exception_ptr signed_error;
+        bool server_refused = false;
+        try {
+          auto signed_endpoint = make_endpoint(t, url);
+          if (nbytes) { return RemoteHandle(std::move(signed_endpoint), *nbytes); }
+          return RemoteHandle(std::move(signed_endpoint));
+        } catch (const RemoteError&) {
+          signed_error   = std::current_exception();
+          server_refused = true;
+        } catch (const std::exception&) {
+          signed_error = std::current_exception();
+        }
+        try {
+          auto public_endpoint = make_endpoint(RemoteEndpointType::S3_PUBLIC, url);
+          if (nbytes) { return RemoteHandle(std::move(public_endpoint), *nbytes); }
+          return RemoteHandle(std::move(public_endpoint));
+        } catch (const RemoteHttpError&) {
+          // Neither worked. When the server refused the signed request (a bad key or token,
+          // a missing object), that answer says more than the anonymous one does.
+          if (server_refused) { std::rethrow_exception(signed_error); }
+          throw;
+        } catch (const std::exception&) {
+          // The anonymous request got no answer at all: say why signing failed (missing
+          // credentials, a bad bucket name) rather than why an unasked-for attempt did.
+          std::rethrow_exception(signed_error);
+        }
       }
+      endpoint = make_endpoint(t, url);
+      break;
     }
     if (!endpoint) {
       throw std::invalid_argument("RemoteHandle::open: no allowed endpoint type (" +

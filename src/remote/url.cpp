@@ -15,6 +15,11 @@ std::string lower(std::string s)
   return s;
 }
 
+bool is_s3_url(const std::string& url) noexcept
+{
+  return url.size() >= 5 && lower(url.substr(0, 5)) == "s3://";
+}
+
 std::optional<UrlParts> split_url(const std::string& url)
 {
   auto sep = url.find("://");

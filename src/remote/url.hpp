@@ -21,6 +21,10 @@ std::string lower(std::string s);
 /// Splits `url`; nullopt if it has no "scheme://" or no host.
 std::optional<UrlParts> split_url(const std::string& url);
 
+/// True when `url` starts with "s3://" in any case ("S3://" too: schemes are case-insensitive,
+/// RFC 3986 section 3.1).
+bool is_s3_url(const std::string& url) noexcept;
+
 /// True for an http:// or https:// URL with a host.
 bool is_http_url(const std::string& url) noexcept;
 

@@ -111,8 +111,29 @@ std::string WebHdfsEndpoint::request_url(const std::string& op_params) const
   return url;
 }
 
+namespace {
+
+/// "http://namenode:9870/path" -> "http://namenode:9870/webhdfs/v1/path": a file path on the
+/// name node, as the seed's example writes it, gets the REST API's prefix. Other URLs are
+/// returned unchanged (the constructor then says what is wrong with them).
+std::string with_webhdfs_prefix(std::string url)
+{
+  auto p = detail::split_url(url);
+  if (!p || (p->scheme != "http" && p->scheme != "https") || p->path.size() < 2 ||
+      p->path.rfind(webhdfs_prefix, 0) == 0 || p->path.rfind("/webhdfs/", 0) == 0) {
+    return url;
+  }
+  const auto authority = url.find("://") + 3;
+  const auto path      = url.find('/', authority);
+  if (path == std::string::npos) { return url; }
+  url.insert(path, webhdfs_prefix.substr(0, webhdfs_prefix.size() - 1));
+  return url;
+}
+
+}  // namespace
+
 WebHdfsEndpoint::WebHdfsEndpoint(std::string url)
-  : RemoteEndpoint(RemoteEndpointType::WEBHDFS, std::move(url))
+  : RemoteEndpoint(RemoteEndpointType::WEBHDFS, with_webhdfs_prefix(std::move(url)))
 {
   if (!is_url_valid(url_)) {
     throw std::invalid_argument("WebHdfsEndpoint: '" + redact_url(url_) +

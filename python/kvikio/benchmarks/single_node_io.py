@@ -29,13 +29,19 @@ from kvikio.mmap import Mmap
 
 PAGE = 4096
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "k": 1 << 10, "KiB": 1 << 10, "M": 1 << 20, "MiB": 1 << 20,
-          "G": 1 << 30, "GiB": 1 << 30, "T": 1 << 40, "TiB": 1 << 40}
+          "G": 1 << 30, "GiB": 1 << 30, "T": 1 << 40, "TiB": 1 << 40,
+          # SI units, as upstream's command lines write them ("1 GB")
+          "kB": 10**3, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+# Upstream's --api names: this benchmark always measures kvikio's CuFile and, as the limit,
+# a plain POSIX loop; the others are accepted so that upstream command lines run.
+UPSTREAM_APIS = ("cufile", "zarr", "posix", "cufile-mfma", "cufile-mf", "cufile-ma", "all")
 
 
 def parse_bytes(option: str, text: str) -> int:
     """"4096", "64KiB", "16M", "1.5GiB" -> bytes (powers of 1024), as `kvikio bench`."""
     number = text.rstrip("BKMGTikb")
     unit = text[len(number):]
+    number = number.strip()
     try:
         value = float(number)
     except ValueError:
@@ -74,9 +80,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m kvikio.benchmarks.single_node_io",
         description="kvikio read/write throughput next to a plain parallel pread/pwrite loop",
     )
-    p.add_argument("--size", type=lambda t: parse_bytes("size", t), default=1 << 30,
-                   help="bytes per operation (default 1GiB; suffixes KiB MiB GiB)")
-    p.add_argument("--threads", type=positive("threads"), default=os.cpu_count() or 1,
+    # The second names are upstream's flags (-n/--nbytes, -t/--nthreads, --nruns, -d/--dir).
+    p.add_argument("--size", "-n", "--nbytes", type=lambda t: parse_bytes("size", t),
+                   default=1 << 30,
+                   help="bytes per operation (default 1GiB; suffixes KiB MiB GiB, or KB MB GB)")
+    p.add_argument("--threads", "-t", "--nthreads", type=positive("threads"),
+                   default=os.cpu_count() or 1,
                    help="IO threads, for us and for the limit (default: all cores)")
     p.add_argument("--task-size", type=lambda t: parse_bytes("task-size", t), default=None,
                    help="piece size of a parallel request (default: KVIKIO_TASK_SIZE)")
@@ -84,11 +93,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="O_DIRECT for us and for the limit (default: page cache)")
     p.add_argument("--memory", choices=["host", "device"], default="host",
                    help="kind of memory to read into and write from (device needs CuPy)")
-    p.add_argument("--repetitions", type=positive("repetitions"), default=3,
+    p.add_argument("--repetitions", "--nruns", type=positive("repetitions"), default=3,
                    help="timed runs of each operation (default 3; the median counts)")
     p.add_argument("--file", default=None,
                    help="file to use (default: a temporary file here, removed after)")
+    p.add_argument("-d", "--dir", default=None,
+                   help="directory of the temporary file (default: the current directory)")
     p.add_argument("--keep-file", action="store_true", help="keep the file afterwards")
+    p.add_argument("--pre-register-buffer", action="store_true",
+                   help="register the device buffer with cuFile first (--memory device)")
+    p.add_argument("--api", nargs="+", choices=UPSTREAM_APIS, default=None, metavar="API",
+                   help="upstream's API list, accepted for its command lines: kvikio's "
+                        "CuFile and the plain POSIX loop are always what is measured")
     p.add_argument("--ops", default="write,read", help="operations to run (write,read)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--plot", metavar="FILE.png", default=None,
@@ -96,6 +112,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--plot-threads", default=None,
                    help="thread counts of the sweep (default: 1,2,4,... up to --threads)")
     args = p.parse_args(argv)
+    if args.dir is not None and not os.path.isdir(args.dir):
+        p.error(f"--dir: '{args.dir}' is not a directory")
     if args.task_size is None:
         args.task_size = kvikio.defaults.get("task_size")
     if args.task_size == 0:
@@ -269,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             print("single_node_io: --memory device needs CuPy", file=sys.stderr)
             return 2
     temporary = args.file is None
-    path = args.file or os.path.join(os.getcwd(), f"kvikio-bench-{os.getpid()}.bin")
+    path = args.file or os.path.join(args.dir or os.getcwd(), f"kvikio-bench-{os.getpid()}.bin")
     kvikio.defaults.set({"task_size": args.task_size, "auto_direct_io_read": args.direct_io,
                          "auto_direct_io_write": args.direct_io})
     try:
@@ -277,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
                  f"{format_bytes(args.task_size)}, {args.memory} memory, "
                  f"{'Direct IO' if args.direct_io else 'page cache'}")
         mem = Memory(args.memory, args.size)
+        if args.pre_register_buffer and args.memory == "device":
+            kvikio.memory_register(mem.src)
+            kvikio.memory_register(mem.dst)
         with kvikio.CuFile(path, "w") as f:  # lay the file down once, untimed
             f.pwrite(mem.src, args.size, 0, args.task_size).get()
         results = []
