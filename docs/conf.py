@@ -45,9 +45,11 @@ nitpicky = True
 # No intersphinx: CI reaches no documentation site. Names of Python, NumPy and the C++
 # standard library stay unlinked text instead of failing the build.
 nitpick_ignore_regex = [
-    (r"py:.*", r"(os|typing|collections\.abc|asyncio|numpy|np|zarr|cupy|pathlib)\..*"),
+    (r"py:.*", r"(os|io|http|numcodecs|typing|collections\.abc|asyncio|numpy|np|zarr|cupy|pathlib)\..*"),
+    (r"py:class", r"kvikio\.mmap\._Closed"),
     (r"py:class", r"(Any|Optional|Union|Callable|Iterable|Mapping|Path|PathLike|Buffer|"
-     r"BufferPrototype|ByteRequest|LocalStore|AsyncIterator|Iterator|TracebackType)"),
+     r"BufferPrototype|ByteRequest|LocalStore|AsyncIterator|Iterator|TracebackType|"
+     r"BaseHTTPRequestHandler)"),
     (r"py:class", r"(int|float|str|bytes|bool|list|dict|tuple|type|object|None|"
      r"bytearray|memoryview)"),
     (r"py:exc", r"(RuntimeError|ValueError|OverflowError|IndexError|KeyError|TypeError|"

@@ -76,7 +76,7 @@ class Mmap:
 
     @property
     def closed(self) -> _Closed:
-        """Whether the mapping is closed: ``m.closed`` and ``m.closed()`` both work."""
+        """True once the mapping is closed; ``m.closed`` and ``m.closed()`` both work."""
         return _Closed(self._handle.closed)
 
     def read(self, buf: Any, size: Optional[int] = None, offset: int = 0) -> int:

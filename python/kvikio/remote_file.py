@@ -127,7 +127,7 @@ def infer_remote_endpoint_type(url: str) -> RemoteEndpointType:
     any request: ``S3`` for ``s3://`` and AWS S3 URLs when credentials and a region are
     available (arguments aside: the ``AWS_*`` environment), else ``S3_PUBLIC``;
     ``S3_PRESIGNED_URL`` for presigned URLs; ``WEBHDFS`` for ``.../webhdfs/v1/...``;
-    ``HTTP`` for any other http(s) URL. Another scheme raises :class:`RemoteURLError`."""
+    ``HTTP`` for any other http(s) URL. Another scheme raises :class:`~kvikio.errors.RemoteURLError`."""
     return _lib.infer_remote_endpoint_type(url)
 
 
@@ -334,7 +334,7 @@ class RemoteFile:
         A file opened for writing is committed: the object becomes visible only if the bytes
         written cover ``[0, size)`` without a hole; otherwise, or if any upload failed, the
         upload is aborted (no object, no parts left behind) and the error raised
-        (:class:`RemoteIncompleteWriteError` names the holes)."""
+        (:class:`~kvikio.remote_file.RemoteIncompleteWriteError` names the holes)."""
         self._handle.close()
 
     def abort(self) -> None:

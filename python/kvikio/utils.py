@@ -185,7 +185,7 @@ def call_once(func: Callable) -> Callable:
 def kvikio_deprecation_notice(
     msg: str = "This function is deprecated.", *, since: str
 ) -> Callable[[Callable], Callable]:
-    """Decorate a function so that each call warns (:class:`KvikioDeprecationWarning`: a
+    """Decorate a function so that each call warns (:class:`~kvikio.errors.KvikioDeprecationWarning`: a
     ``FutureWarning`` and a ``DeprecationWarning``, pointing at the caller) with ``msg``, and its docstring starts with a Sphinx ``deprecated`` note naming
     the version ``since``."""
 
@@ -202,7 +202,7 @@ def kvikio_deprecation_notice(
 
 
 def kvikio_deprecate_module(msg: str = "", *, since: str) -> None:
-    """Warn (:class:`KvikioDeprecationWarning`) that the calling module is deprecated since ``since``; call
+    """Warn (:class:`~kvikio.errors.KvikioDeprecationWarning`) that the calling module is deprecated since ``since``; call
     it at the top of the module."""
     warnings.warn(
         f"This module is deprecated since {since}. {msg}",

@@ -190,6 +190,8 @@ class GDSStore(LocalStore):
     read_only
         Refuse writes and deletes.
 
+    Notes
+    -----
     Temporary files of writes in progress (``.<name>.<uuid>.partial``) are never listed;
     listings of a writable store remove those older than ``stale_partial_seconds``.
     """
