@@ -17,6 +17,7 @@
 #include <utility>
 
 #include <kvikio/export.hpp>
+#include <kvikio/shim/cufile_h_wrapper.hpp>
 
 namespace kvikio {
 
@@ -56,12 +57,12 @@ class KVIKIO_EXPORT GenericSystemError : public std::system_error {
   explicit GenericSystemError(const std::string& what) : GenericSystemError(errno, what) {}
 };
 
-namespace detail {
-
 /// "CUDA_ERROR_X (n)" for a CUresult (libkvikio's messages name the error).
 KVIKIO_EXPORT std::string cuda_driver_error_text(int result);
 /// cuFile's description of a CUfileOpError (e.g. "invalid arguments (5022)").
 KVIKIO_EXPORT std::string cufile_op_error_text(int err);
+
+namespace detail {
 
 /// Throws `Exception` with libkvikio's message: "KvikIO failure at: FILE:LINE: MSG". The
 /// message is built only on failure.

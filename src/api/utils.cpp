@@ -16,8 +16,6 @@
 
 namespace kvikio {
 
-namespace detail {
-
 std::string cuda_driver_error_text(int result)
 {
   return cuda_error_name(static_cast<CUresult>(result));
@@ -27,8 +25,6 @@ std::string cufile_op_error_text(int err)
 {
   return std::string(CUFILE_ERRSTR(err)) + " (" + std::to_string(err) + ")";
 }
-
-}  // namespace detail
 
 namespace {
 
