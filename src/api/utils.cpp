@@ -18,7 +18,7 @@ namespace kvikio {
 
 std::string cuda_driver_error_text(int result)
 {
-  return cuda_error_name(static_cast<CUresult>(result));
+  return detail::cuda_error_name(static_cast<CUresult>(result));
 }
 
 std::string cufile_op_error_text(int err)

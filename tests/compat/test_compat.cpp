@@ -234,7 +234,7 @@ TEST(CompatConfig, ConfigPathFollowsCufileEnvPathJson)
 {
   const char* env = std::getenv("CUFILE_ENV_PATH_JSON");
   if (env != nullptr) {
-    EXPECT_EQ(kvikio::config_path(), std::string(env));
+    EXPECT_EQ(kvikio::config_path(), ::access(env, R_OK) == 0 ? std::string(env) : "");
   } else {
     EXPECT_EQ(kvikio::config_path(),
               ::access("/etc/cufile.json", R_OK) == 0 ? "/etc/cufile.json" : "");
