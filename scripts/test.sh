@@ -40,6 +40,11 @@ cmake --install "$BUILD_DIR" --prefix "$PWD/build-install" >/dev/null
 cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build-install" >/dev/null
 cmake --build build-consumer
 ./build-consumer/consumer
+# Programs written like upstream's cpp/examples, against the installed headers (issue 13).
+cmake -S tests/compat/examples -B build-compat-examples -G Ninja \
+  -DCMAKE_PREFIX_PATH="$PWD/build-install" >/dev/null
+cmake --build build-compat-examples
+./build-compat-examples/compat_no_cuda
 
 step "the ABI: libkvikio.so exports the public API (KVIKIO_EXPORT) and nothing of detail::"
 internal=$(nm -DC --defined-only "$BUILD_DIR/src/libkvikio.so" | grep -c ' kvikio::detail::' || true)

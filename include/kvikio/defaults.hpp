@@ -7,14 +7,20 @@
 /// the environment, the typed setters below, list() and the name-keyed get/set.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include <kvikio/export.hpp>
 #include <kvikio/compat_mode.hpp>
+#include <kvikio/error.hpp>
 #include <kvikio/threadpool.hpp>
 
 namespace kvikio {
@@ -44,6 +50,64 @@ class KVIKIO_EXPORT UnknownSettingError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// The value of environment variable `env_var_name` read as a T (operator>>), or
+/// `default_val` when it is unset. Throws std::invalid_argument naming the variable and value
+/// when it does not parse. (libkvikio's helper; the settings below use their own table.)
+template <typename T>
+T getenv_or(std::string_view env_var_name, T default_val)
+{
+  const std::string name{env_var_name};
+  const char* env_val = std::getenv(name.c_str());
+  if (env_val == nullptr) { return default_val; }
+  std::stringstream sstream(env_val);
+  T converted_val;
+  sstream >> converted_val;
+  if constexpr (!std::is_same_v<T, std::string>) {
+    KVIKIO_EXPECT(!sstream.fail(),
+                  "unknown config value " + name + "=" + std::string{env_val},
+                  std::invalid_argument);
+  }
+  return converted_val;
+}
+
+/// A flag: an integer (non-zero is true) or true/on/yes/false/off/no, any case.
+template <>
+KVIKIO_EXPORT bool getenv_or(std::string_view env_var_name, bool default_val);
+/// A compatibility mode, as KVIKIO_COMPAT_MODE takes it.
+template <>
+KVIKIO_EXPORT CompatMode getenv_or(std::string_view env_var_name, CompatMode default_val);
+/// A comma-separated list of integers; an empty value gives `default_val`.
+template <>
+KVIKIO_EXPORT std::vector<int> getenv_or(std::string_view env_var_name,
+                                         std::vector<int> default_val);
+
+/// The first of several names (aliases) that is set: (name, value, true), or ("",
+/// `default_val`, false) when none is. Throws std::invalid_argument when `env_var_names` is
+/// empty or two of them are set to different values.
+template <typename T>
+std::tuple<std::string_view, T, bool> getenv_or(
+  std::initializer_list<std::string_view> env_var_names, T default_val)
+{
+  KVIKIO_EXPECT(env_var_names.size() > 0,
+                "`env_var_names` must contain at least one environment variable name.",
+                std::invalid_argument);
+  std::string_view found_name;
+  std::string found_value;
+  for (const auto& env_var_name : env_var_names) {
+    const char* env_val = std::getenv(std::string{env_var_name}.c_str());
+    if (env_val == nullptr) { continue; }
+    KVIKIO_EXPECT(found_name.empty() || found_value == env_val,
+                  "Environment variable " + std::string{env_var_name} + " (" + env_val +
+                    ") has already been set by its alias " + std::string{found_name} + " (" +
+                    found_value + ") with a different value.",
+                  std::invalid_argument);
+    found_name  = env_var_name;
+    found_value = env_val;
+  }
+  if (found_name.empty()) { return {found_name, default_val, false}; }
+  return {found_name, getenv_or<T>(found_name, default_val), true};
+}
+
 class KVIKIO_EXPORT defaults {
  public:
   /// KVIKIO_COMPAT_MODE, default AUTO: ON = POSIX IO only, OFF = cuFile only, AUTO = cuFile
@@ -57,6 +121,12 @@ class KVIKIO_EXPORT defaults {
   static bool is_compat_mode_preferred();
   /// Resolves `mode` as a file opened now would: AUTO becomes ON or OFF.
   static bool is_compat_mode_preferred(CompatMode mode);
+  /// `compat_mode` with AUTO resolved as a file opened now would (ON or OFF).
+  static CompatMode infer_compat_mode_if_auto(CompatMode compat_mode) noexcept
+  {
+    if (compat_mode != CompatMode::AUTO) { return compat_mode; }
+    return is_compat_mode_preferred(compat_mode) ? CompatMode::ON : CompatMode::OFF;
+  }
 
   /// KVIKIO_NTHREADS, default 1: threads of the shared IO pool. Setting it resizes the pool
   /// (waiting for queued work first). Zero is rejected.

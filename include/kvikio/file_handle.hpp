@@ -12,6 +12,7 @@
 
 #include <kvikio/export.hpp>
 #include <kvikio/compat_mode.hpp>
+#include <kvikio/compat_mode_manager.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/stream.hpp>
 
@@ -104,12 +105,15 @@ class KVIKIO_EXPORT FileHandle {
   /// Reads `size` bytes at `file_offset` into `buf`, split into `task_size` pieces run on the
   /// shared pool. Non-blocking: the future's get() returns `size` or rethrows the first
   /// failure of any piece. Device requests below `gds_threshold` run on the calling thread.
+  /// `thread_pool` runs the pieces; null (the default) means defaults::thread_pool(). (Upstream
+  /// passes `&defaults::thread_pool()`, a BS::thread_pool; here it is a kvikio::ThreadPool.)
   std::future<std::size_t> pread(void* buf,
                                  std::size_t size,
                                  std::size_t file_offset   = 0,
                                  std::size_t task_size     = defaults::task_size(),
                                  std::size_t gds_threshold = defaults::gds_threshold(),
-                                 bool sync_default_stream  = true);
+                                 bool sync_default_stream  = true,
+                                 ThreadPool* thread_pool   = nullptr);
   /// Writes `size` bytes from `buf` at `file_offset` (see unspecified_offset), in parallel
   /// like pread.
   std::future<std::size_t> pwrite(const void* buf,
@@ -117,7 +121,8 @@ class KVIKIO_EXPORT FileHandle {
                                   std::size_t file_offset   = unspecified_offset,
                                   std::size_t task_size     = defaults::task_size(),
                                   std::size_t gds_threshold = defaults::gds_threshold(),
-                                  bool sync_default_stream  = true);
+                                  bool sync_default_stream  = true,
+                                  ThreadPool* thread_pool   = nullptr);
 
   /// Stream-ordered read into device memory: runs after the work queued on `stream` before
   /// it, and work queued after it sees the data. The values behind size_p, file_offset_p and
@@ -159,6 +164,9 @@ class KVIKIO_EXPORT FileHandle {
   [[nodiscard]] CompatMode compat_mode() const noexcept;
   /// True when this file does its IO through POSIX rather than cuFile.
   [[nodiscard]] bool is_compat_mode_preferred() const noexcept;
+  /// The mode this file was opened with and how it resolved, for synchronous and for
+  /// stream-ordered IO (libkvikio's accessor). Throws std::invalid_argument when closed.
+  [[nodiscard]] const CompatModeManager& get_compat_mode_manager() const;
   /// True when an O_DIRECT descriptor could be opened for this file.
   [[nodiscard]] bool is_direct_io_supported() const noexcept;
 

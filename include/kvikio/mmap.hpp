@@ -45,6 +45,8 @@ class KVIKIO_EXPORT MmapHandle {
   void close() noexcept;
 
   [[nodiscard]] std::size_t file_size() const;
+  /// Alias of file_size() (upstream's name).
+  [[nodiscard]] std::size_t nbytes() const { return file_size(); }
   [[nodiscard]] std::size_t initial_map_size() const noexcept { return map_size_; }
   [[nodiscard]] std::size_t initial_map_offset() const noexcept { return map_offset_; }
   /// Address of the first mapped byte (file offset initial_map_offset()).
@@ -60,7 +62,8 @@ class KVIKIO_EXPORT MmapHandle {
   std::future<std::size_t> pread(void* buf,
                                  std::optional<std::size_t> size = std::nullopt,
                                  std::size_t offset              = 0,
-                                 std::size_t task_size           = defaults::task_size());
+                                 std::size_t task_size           = defaults::task_size(),
+                                 ThreadPool* thread_pool         = nullptr);
 
  private:
   std::size_t checked_size(std::optional<std::size_t> size, std::size_t offset) const;

@@ -400,7 +400,8 @@ class KVIKIO_EXPORT RemoteHandle {
   std::future<std::size_t> pread(void* buf,
                                  std::size_t size,
                                  std::size_t file_offset = 0,
-                                 std::size_t task_size   = defaults::task_size());
+                                 std::size_t task_size   = defaults::task_size(),
+                                 ThreadPool* thread_pool = nullptr);
 
   /// Writes `size` bytes of `buf` (host or device memory) at `file_offset`, or, without one, at
   /// the end of the previous `write` (0 at first). Returns once the bytes are copied into part

@@ -9,7 +9,10 @@
 #include <limits>
 #include <stdexcept>
 
+#include <kvikio/compat_mode_manager.hpp>
+#include <kvikio/cufile/config.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/shim.hpp>
 #include <kvikio/stream.hpp>
 
 #include "api/open_handle.hpp"
@@ -131,7 +134,8 @@ std::future<std::size_t> parallel_call(Direction direction,
                                        std::size_t file_offset,
                                        std::size_t task_size,
                                        std::size_t gds_threshold,
-                                       bool sync_default_stream)
+                                       bool sync_default_stream,
+                                       ThreadPool* thread_pool)
 {
   auto r = check_request(direction, op, handle->file, buf, size, file_offset);
   if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
@@ -152,7 +156,8 @@ std::future<std::size_t> parallel_call(Direction direction,
     },
     size,
     r.file_offset,
-    task_size);
+    task_size,
+    thread_pool);
 }
 
 detail::PointerInfo require_device(const void* ptr, const char* op, const std::string& path)
@@ -298,6 +303,14 @@ FileHandle::FileHandle(const std::string& file_path,
                        CompatMode compat_mode)
   : path_(file_path), file_(detail::open_handle(file_path, flags, mode, compat_mode))
 {
+  const bool posix      = file_->compat_mode() == CompatMode::ON;
+  file_->compat_manager = CompatModeManager(
+    compat_mode, posix, posix || !is_stream_api_available() || config_path().empty());
+}
+
+const CompatModeManager& FileHandle::get_compat_mode_manager() const
+{
+  return checked_open_file().compat_manager;
 }
 
 FileHandle::FileHandle(FileHandle&&) noexcept            = default;
@@ -376,7 +389,8 @@ std::future<std::size_t> FileHandle::pread(void* buf,
                                            std::size_t file_offset,
                                            std::size_t task_size,
                                            std::size_t gds_threshold,
-                                           bool sync_default_stream)
+                                           bool sync_default_stream,
+                                           ThreadPool* thread_pool)
 {
   checked_open_file();
   return parallel_call(Direction::read,
@@ -387,7 +401,8 @@ std::future<std::size_t> FileHandle::pread(void* buf,
                        file_offset,
                        task_size,
                        gds_threshold,
-                       sync_default_stream);
+                       sync_default_stream,
+                       thread_pool);
 }
 
 std::future<std::size_t> FileHandle::pwrite(const void* buf,
@@ -395,7 +410,8 @@ std::future<std::size_t> FileHandle::pwrite(const void* buf,
                                             std::size_t file_offset,
                                             std::size_t task_size,
                                             std::size_t gds_threshold,
-                                            bool sync_default_stream)
+                                            bool sync_default_stream,
+                                            ThreadPool* thread_pool)
 {
   checked_open_file();
   return parallel_call(Direction::write,
@@ -406,7 +422,8 @@ std::future<std::size_t> FileHandle::pwrite(const void* buf,
                        file_offset,
                        task_size,
                        gds_threshold,
-                       sync_default_stream);
+                       sync_default_stream,
+                       thread_pool);
 }
 
 CompatMode FileHandle::compat_mode() const noexcept

@@ -158,7 +158,8 @@ std::size_t MmapHandle::read(void* buf, std::optional<std::size_t> size, std::si
 std::future<std::size_t> MmapHandle::pread(void* buf,
                                            std::optional<std::size_t> size,
                                            std::size_t offset,
-                                           std::size_t task_size)
+                                           std::size_t task_size,
+                                           ThreadPool* thread_pool)
 {
   const std::size_t n = checked_size(size, offset);
   if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
@@ -179,7 +180,8 @@ std::future<std::size_t> MmapHandle::pread(void* buf,
     },
     n,
     offset,
-    task_size);
+    task_size,
+    thread_pool);
 }
 
 }  // namespace kvikio

@@ -8,6 +8,7 @@
 #include <string>
 
 #include <kvikio/compat_mode.hpp>
+#include <kvikio/compat_mode_manager.hpp>
 #include <kvikio/file_handle.hpp>
 
 #include "core/open_file.hpp"
@@ -22,8 +23,9 @@ struct OpenHandle {
   }
 
   OpenFile file;
-  CufileRegistration cufile;    // empty when device memory goes through the bounce buffers
-  std::string fallback_reason;  // why cuFile was asked for but is not used; empty otherwise
+  CufileRegistration cufile;         // empty when device memory goes through the bounce buffers
+  std::string fallback_reason;       // why cuFile was asked for but is not used; empty otherwise
+  CompatModeManager compat_manager;  // the request and how it resolved (upstream's view)
 
   /// OFF when this file moves device memory through cuFile, ON when through POSIX.
   [[nodiscard]] CompatMode compat_mode() const noexcept

@@ -27,12 +27,13 @@ inline std::atomic<int> fail_enqueue_at_for_testing{-1};
 /// At most one job per pool thread is queued, and the jobs take the pieces in order from a
 /// shared counter, so memory does not grow with size / task_size (reliability audit #10).
 /// A task_size below one page is raised to one page: smaller pieces cost a system call (or an
-/// HTTP request) per few bytes and gain nothing.
+/// HTTP request) per few bytes and gain nothing. `thread_pool` null means the shared pool.
 template <typename Op>
 std::future<std::size_t> parallel_io(Op op,
                                      std::size_t size,
                                      std::size_t file_offset,
-                                     std::size_t task_size)
+                                     std::size_t task_size,
+                                     ThreadPool* thread_pool = nullptr)
 {
   const TaskPieces pieces(size, file_offset, std::max(task_size, page_size));
   if (pieces.count() == 0) {
@@ -77,7 +78,7 @@ std::future<std::size_t> parallel_io(Op op,
       if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
     }
   };
-  auto& pool             = defaults::thread_pool();
+  auto& pool             = thread_pool != nullptr ? *thread_pool : defaults::thread_pool();
   const std::size_t jobs = std::min<std::size_t>(pieces.count(), pool.get_thread_count());
   auto gather            = std::make_shared<Gather>(std::move(op), pieces, jobs);
   auto future            = gather->promise.get_future();

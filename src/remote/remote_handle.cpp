@@ -352,7 +352,8 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
 std::future<std::size_t> RemoteHandle::pread(void* buf,
                                              std::size_t size,
                                              std::size_t file_offset,
-                                             std::size_t task_size)
+                                             std::size_t task_size,
+                                             ThreadPool* thread_pool)
 {
   check_readable("pread");
   check_range(size, file_offset);
@@ -372,7 +373,7 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
   auto op         = [endpoint, info, base](const detail::TaskRange& t) -> std::size_t {
     return detail::read_range_into(*endpoint, info, base + t.buf_offset, t.size, t.file_offset);
   };
-  return detail::parallel_io(op, size, file_offset, task_size);
+  return detail::parallel_io(op, size, file_offset, task_size, thread_pool);
 }
 
 }  // namespace kvikio
