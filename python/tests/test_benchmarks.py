@@ -24,7 +24,9 @@ def test_single_node_io_json(tmp_path):
     assert [x["op"] for x in out["results"]] == ["write", "read"]
     for x in out["results"]:
         assert x["kvikio_gbps"] > 0 and x["limit_gbps"] > 0
-        assert x["ratio"] == pytest.approx(x["kvikio_gbps"] / x["limit_gbps"], rel=0.01)
+        # Both figures are rounded to 3 decimals: on a slow run (a loaded CI machine) the
+        # ratio of the rounded figures differs from the printed one by more than 1%.
+        assert x["ratio"] == pytest.approx(x["kvikio_gbps"] / x["limit_gbps"], rel=0.01, abs=2e-3)
     assert not list(tmp_path.glob("kvikio-bench-*"))  # the temporary file is removed
 
 
