@@ -268,6 +268,33 @@ TEST_F(RemoteHttp, ListedStatusIsRetriedWithBackoffThenSucceeds)
   EXPECT_GE(waited, std::chrono::milliseconds(200 + 400));  // exponential back-off
 }
 
+// KVIKIO_REMOTE_VERBOSE turns on libcurl's trace (CURLOPT_VERBOSE) of each request.
+TEST_F(RemoteHttp, RemoteVerbosePrintsLibcurlsTrace)
+{
+  auto h = RemoteHandle::open(url(), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(100);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(h.read(buf.data(), 100, 5), 100U);
+  auto quiet = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(quiet.find("> GET /data.bin"), std::string::npos) << quiet;
+  defaults::set_remote_verbose(true);
+  testing::internal::CaptureStderr();
+  std::size_t n = 0;
+  try {
+    n = h.read(buf.data(), 100, 5);
+  } catch (...) {
+    defaults::set_remote_verbose(false);
+    testing::internal::GetCapturedStderr();
+    throw;
+  }
+  defaults::set_remote_verbose(false);
+  auto verbose = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(n, 100U);
+  expect_bytes(data_, buf, 5, 100);
+  EXPECT_NE(verbose.find("> GET /data.bin"), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find("Range: bytes=5-104"), std::string::npos) << verbose;
+}
+
 TEST_F(RemoteHttp, ListedStatusFailsAfterMaxAttempts)
 {
   defaults::set_http_max_attempts(2);

@@ -231,6 +231,8 @@ void set_common_options(CurlHandle& curl, char* errbuf, const RemoteEndpoint& en
   // ".." segments (RFC 3986 5.2.4), but S3 keys are not paths: "a/../b" is a key of its own,
   // and "../other-bucket/k" must not turn into another bucket's object.
   curl.setopt(CURLOPT_PATH_AS_IS, 1L);
+  // KVIKIO_REMOTE_VERBOSE: libcurl's own trace of every request, on stderr.
+  if (defaults::remote_verbose()) { curl.setopt(CURLOPT_VERBOSE, 1L); }
   set_ca_options(curl, endpoint_state(endpoint).ca);
 }
 
