@@ -464,21 +464,17 @@ TEST_F(DeviceIO, BatchReadsAndWritesComplete)
   std::vector<kvikio::BatchOp> ops;
   for (std::size_t i = 0; i < 4; ++i) {
     // Reads into the buffer in reverse order of the file's pieces.
-    ops.push_back({f,
-                   dev.data(),
-                   static_cast<off_t>(i * n),
-                   static_cast<off_t>((3 - i) * n),
-                   n,
-                   kvikio::BatchOpcode::READ});
+    ops.push_back(
+      {f, dev.data(), static_cast<off_t>(i * n), static_cast<off_t>((3 - i) * n), n, CUFILE_READ});
   }
   batch.submit(ops);
-  std::vector<kvikio::BatchIOEvent> events;
+  std::vector<CUfileIOEvents_t> events;
   while (events.size() < 4) {
     auto got = batch.status(1, 4);
     events.insert(events.end(), got.begin(), got.end());
   }
   for (const auto& e : events) {
-    EXPECT_EQ(e.status, kvikio::BatchStatus::COMPLETE);
+    EXPECT_EQ(e.status, CUFILE_COMPLETE);
     EXPECT_EQ(e.ret, n);
   }
   auto got = to_host(dev, 4 * n);
@@ -489,10 +485,10 @@ TEST_F(DeviceIO, BatchReadsAndWritesComplete)
       << i;
   }
   // Write the buffer back at the end of the file, in one op.
-  batch.submit({{f, dev.data(), static_cast<off_t>(4 * n), 0, 4 * n, kvikio::BatchOpcode::WRITE}});
+  batch.submit({{f, dev.data(), static_cast<off_t>(4 * n), 0, 4 * n, CUFILE_WRITE}});
   auto done = batch.status(1, 1);
   ASSERT_EQ(done.size(), 1U);
-  EXPECT_EQ(done[0].status, kvikio::BatchStatus::COMPLETE);
+  EXPECT_EQ(done[0].status, CUFILE_COMPLETE);
   auto on_disk = read_file(path);
   ASSERT_EQ(on_disk.size(), 8 * n);
   EXPECT_TRUE(std::equal(got.begin(), got.end(), on_disk.begin() + static_cast<long>(4 * n)));
@@ -500,10 +496,10 @@ TEST_F(DeviceIO, BatchReadsAndWritesComplete)
   std::vector<kvikio::BatchOp> too_many(9, ops[0]);
   KVIKIO_EXPECT_THROW_WITH(batch.submit(too_many), kvikio::CUfileException, "at most 8");
   // A failing op is reported FAILED, not thrown.
-  batch.submit({{f, dev.data(), static_cast<off_t>(100 * n), 0, n, kvikio::BatchOpcode::READ}});
+  batch.submit({{f, dev.data(), static_cast<off_t>(100 * n), 0, n, CUFILE_READ}});
   auto failed = batch.status(1, 1);
   ASSERT_EQ(failed.size(), 1U);
-  EXPECT_EQ(failed[0].status, kvikio::BatchStatus::FAILED);
+  EXPECT_EQ(failed[0].status, CUFILE_FAILED);
 }
 
 TEST_F(DeviceIO, BatchCancelReportsEveryOperation)
@@ -514,14 +510,13 @@ TEST_F(DeviceIO, BatchCancelReportsEveryOperation)
   FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
   DeviceBuffer dev(n);
   kvikio::BatchHandle batch(64);
-  std::vector<kvikio::BatchOp> ops(64, {f, dev.data(), 0, 0, n, kvikio::BatchOpcode::READ});
+  std::vector<kvikio::BatchOp> ops(64, {f, dev.data(), 0, 0, n, CUFILE_READ});
   batch.submit(ops);
   batch.cancel();
   auto events = batch.status(64, 64);
   ASSERT_EQ(events.size(), 64U);
   for (const auto& e : events) {
-    EXPECT_TRUE(e.status == kvikio::BatchStatus::COMPLETE ||
-                e.status == kvikio::BatchStatus::CANCELED);
+    EXPECT_TRUE(e.status == CUFILE_COMPLETE || e.status == CUFILE_CANCELED);
   }
   batch.close();
   EXPECT_TRUE(batch.closed());
@@ -668,16 +663,16 @@ TEST_F(DeviceIO, BatchThroughCufile)
   // A batch follows the process-wide mode; AUTO would take POSIX without nvidia-fs.
   kvikio::test::ScopedCompatMode off(CompatMode::OFF);
   kvikio::BatchHandle batch(4);
-  batch.submit({{f, dev.data(), 0, static_cast<off_t>(n), n, kvikio::BatchOpcode::READ},
-                {f, dev.data(), static_cast<off_t>(n), 0, n, kvikio::BatchOpcode::READ}});
+  batch.submit({{f, dev.data(), 0, static_cast<off_t>(n), n, CUFILE_READ},
+                {f, dev.data(), static_cast<off_t>(n), 0, n, CUFILE_READ}});
   EXPECT_TRUE(batch.uses_cufile());
-  std::vector<kvikio::BatchIOEvent> events;
+  std::vector<CUfileIOEvents_t> events;
   while (events.size() < 2) {
     auto got = batch.status(1, 2);
     events.insert(events.end(), got.begin(), got.end());
   }
   for (const auto& e : events) {
-    EXPECT_EQ(e.status, kvikio::BatchStatus::COMPLETE);
+    EXPECT_EQ(e.status, CUFILE_COMPLETE);
     EXPECT_EQ(e.ret, n);
   }
   auto data = random_bytes(2 * n, 17);

@@ -7,6 +7,7 @@
 
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
+#include <kvikio/file_utils.hpp>
 #include <kvikio/shim.hpp>
 
 #include "test_utils.hpp"
@@ -82,6 +83,52 @@ TEST(FileHandle, UnalignedSourceBufferWithDirectIoWrite)
   std::vector<char> got(data.size());
   EXPECT_EQ(f.read(got.data(), got.size(), 4096, 0), got.size());
   EXPECT_EQ(got, data);
+}
+
+// KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD: the unaligned head and tail of a Direct IO read go
+// through O_DIRECT too (whole pages into the bounce buffer), so none of the read range ends
+// up in the page cache; without it the head and tail pages are read buffered, and cached.
+TEST(FileHandle, DirectIoOverreadKeepsTheWholeReadOutOfThePageCache)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  const auto path = dir.file("overread.bin");
+  const auto data = random_bytes(16 * 4096 + 123, 9);
+  write_file(path, data);
+  kvikio::defaults::set_auto_direct_io_read(true);
+  kvikio::defaults::set_bounce_buffer_size(8192);  // several bounce rounds
+  FileHandle f(path, "r");
+  if (f.fd(true) < 0) { GTEST_SKIP() << "the file system has no O_DIRECT"; }
+  struct Case {
+    std::size_t offset, size;
+  };
+  for (bool overread : {false, true}) {
+    kvikio::defaults::set_auto_direct_io_read_overread(overread);
+    for (auto [offset, size] : {Case{1, 10},
+                                Case{4000, 200},
+                                Case{4095, 3 * 4096 + 7},
+                                Case{100, data.size() - 100},
+                                Case{8192, 4096},
+                                Case{data.size() - 5, 5}}) {
+      kvikio::drop_file_page_cache(path);
+      ASSERT_EQ(kvikio::get_page_cache_info(path).first, 0U);
+      std::vector<char> got(size + 1);
+      EXPECT_EQ(f.pread(got.data() + 1, size, offset).get(), size);  // odd address: bounces
+      EXPECT_TRUE(std::equal(got.begin() + 1, got.end(), data.begin() + static_cast<long>(offset)))
+        << offset << " " << size << " overread=" << overread;
+      const auto cached = kvikio::get_page_cache_info(path).first;
+      if (overread) {
+        EXPECT_EQ(cached, 0U) << offset << " " << size;
+      } else if (offset % 4096 != 0) {
+        EXPECT_GT(cached, 0U) << offset << " " << size;
+      }
+    }
+  }
+  // A read past the end still fails as without over-reading, naming the file.
+  std::vector<char> buf(100);
+  KVIKIO_EXPECT_THROW_WITH(
+    f.pread(buf.data(), 100, data.size() - 50).get(), kvikio::EndOfFileError, path);
+  kvikio::defaults::set_auto_direct_io_read_overread(false);
 }
 
 TEST(FileHandle, OpenFlagsAcceptBinaryVariantsInAnyOrder)

@@ -375,19 +375,19 @@ TEST(Hardening, BatchFallbackOwnsTheFileAndReportsWhyAnOperationFailed)
   {
     PoolGate gate;
     auto f = std::make_unique<FileHandle>(path, "r", FileHandle::m644, kvikio::CompatMode::ON);
-    batch.submit({{*f, got.data(), 0, 0, got.size(), kvikio::BatchOpcode::READ},
-                  {*f, past.data(), 20000, 0, past.size(), kvikio::BatchOpcode::READ}});
+    batch.submit({{*f, got.data(), 0, 0, got.size(), CUFILE_READ},
+                  {*f, past.data(), 20000, 0, past.size(), CUFILE_READ}});
     f.reset();  // the FileHandle is gone before the operations run
   }
-  auto events = batch.status(2, 2);
+  auto events = batch.status_details(2, 2);
   ASSERT_EQ(events.size(), 2U);
   std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
     return reinterpret_cast<std::uintptr_t>(a.cookie) < reinterpret_cast<std::uintptr_t>(b.cookie);
   });
-  EXPECT_EQ(events[0].status, kvikio::BatchStatus::COMPLETE) << events[0].error;
+  EXPECT_EQ(events[0].status, CUFILE_COMPLETE) << events[0].error;
   EXPECT_EQ(events[0].ret, data.size());
   EXPECT_EQ(got, data);
-  EXPECT_EQ(events[1].status, kvikio::BatchStatus::FAILED);
+  EXPECT_EQ(events[1].status, CUFILE_FAILED);
   EXPECT_EQ(events[1].ret, 0U);
   EXPECT_NE(events[1].error.find("read past the end of file"), std::string::npos)
     << events[1].error;
@@ -405,10 +405,10 @@ TEST(Hardening, BatchFallbackReportsTheErrnoOfAnOsError)
   FileHandle w(path, "r+", FileHandle::m644, kvikio::CompatMode::ON);
   ASSERT_GE(::dup2(f.fd(), w.fd()), 0);
   kvikio::BatchHandle batch(1);
-  batch.submit({{w, buf.data(), 0, 0, buf.size(), kvikio::BatchOpcode::WRITE}});
-  auto events = batch.status(1, 1);
+  batch.submit({{w, buf.data(), 0, 0, buf.size(), CUFILE_WRITE}});
+  auto events = batch.status_details(1, 1);
   ASSERT_EQ(events.size(), 1U);
-  EXPECT_EQ(events[0].status, kvikio::BatchStatus::FAILED);
+  EXPECT_EQ(events[0].status, CUFILE_FAILED);
   EXPECT_EQ(events[0].error_code, EBADF) << events[0].error;
   EXPECT_NE(events[0].error.find(path), std::string::npos) << events[0].error;
 }

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include <kvikio/device_memory.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "core/logger.hpp"
 #include "core/task_split.hpp"
 #include "device/staging.hpp"
 #include "remote/transfer.hpp"
@@ -266,6 +269,65 @@ TEST_F(RemoteHttp, ListedStatusIsRetriedWithBackoffThenSucceeds)
   EXPECT_EQ(count_lines_with(err, "retrying"), 2U) << err;
   EXPECT_EQ(count_lines_with(err, "HTTP status 503"), 2U) << err;
   EXPECT_GE(waited, std::chrono::milliseconds(200 + 400));  // exponential back-off
+}
+
+// The retry lines go through the library's log: to KVIKIO_LOG_FILE when it is set (not to
+// stderr), at level warn, so KVIKIO_LOG_LEVEL=error silences them.
+TEST_F(RemoteHttp, RetryLinesGoToTheLogFile)
+{
+  defaults::set_http_max_attempts(3);
+  const auto log_path = dir_.file("kvikio.log");
+  ::setenv("KVIKIO_LOG_FILE", log_path.c_str(), 1);
+  detail::reload_log_from_environment();
+  std::vector<char> buf(5000);
+  auto flaky = RemoteHandle::open(
+    url("fail=503&count=2&fid=log"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  testing::internal::CaptureStderr();
+  std::size_t n = 0;
+  EXPECT_NO_THROW(n = flaky.read(buf.data(), 5000, 99));
+  auto err = testing::internal::GetCapturedStderr();
+  detail::set_log_level(detail::LogLevel::error);
+  auto quiet = RemoteHandle::open(
+    url("fail=503&count=1&fid=quiet"), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  EXPECT_NO_THROW(quiet.read(buf.data(), 10, 0));
+  ::unsetenv("KVIKIO_LOG_FILE");
+  detail::reload_log_from_environment();  // back to stderr, level warn
+  EXPECT_EQ(n, 5000U);
+  EXPECT_EQ(count_lines_with(err, "retrying"), 0U) << err;
+  std::ifstream f(log_path);
+  std::string log{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  EXPECT_EQ(count_lines_with(log, "retrying"), 2U) << log;
+  EXPECT_EQ(count_lines_with(log, "[kvikio] [warning]"), 2U) << log;
+  EXPECT_EQ(count_lines_with(log, "HTTP status 503"), 2U) << log;
+  EXPECT_NE(log.find("fid=log"), std::string::npos) << log;
+  EXPECT_EQ(log.find("fid=quiet"), std::string::npos) << log;
+}
+
+// KVIKIO_REMOTE_VERBOSE turns on libcurl's trace (CURLOPT_VERBOSE) of each request.
+TEST_F(RemoteHttp, RemoteVerbosePrintsLibcurlsTrace)
+{
+  auto h = RemoteHandle::open(url(), RemoteEndpointType::HTTP, std::nullopt, data_.size());
+  std::vector<char> buf(100);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(h.read(buf.data(), 100, 5), 100U);
+  auto quiet = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(quiet.find("> GET /data.bin"), std::string::npos) << quiet;
+  defaults::set_remote_verbose(true);
+  testing::internal::CaptureStderr();
+  std::size_t n = 0;
+  try {
+    n = h.read(buf.data(), 100, 5);
+  } catch (...) {
+    defaults::set_remote_verbose(false);
+    testing::internal::GetCapturedStderr();
+    throw;
+  }
+  defaults::set_remote_verbose(false);
+  auto verbose = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(n, 100U);
+  expect_bytes(data_, buf, 5, 100);
+  EXPECT_NE(verbose.find("> GET /data.bin"), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find("Range: bytes=5-104"), std::string::npos) << verbose;
 }
 
 TEST_F(RemoteHttp, ListedStatusFailsAfterMaxAttempts)

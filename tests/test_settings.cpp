@@ -263,3 +263,37 @@ TEST(Settings, NumThreadsAliasIsRead)
   kvikio::detail::reload_settings_from_environment();
   EXPECT_EQ(defaults::num_threads(), 1U);
 }
+
+TEST(Settings, OverreadAndRemoteVerboseFlags)
+{
+  kvikio::detail::reload_settings_from_environment();
+  EXPECT_FALSE(defaults::auto_direct_io_read_overread());
+  EXPECT_FALSE(defaults::remote_verbose());
+  {
+    ScopedEnv a("KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD", "on");
+    ScopedEnv b("KVIKIO_REMOTE_VERBOSE", "1");
+    kvikio::detail::reload_settings_from_environment();
+    EXPECT_TRUE(defaults::auto_direct_io_read_overread());
+    EXPECT_TRUE(defaults::remote_verbose());
+    for (const auto& s : defaults::list()) {
+      if (s.name == "auto_direct_io_read_overread" || s.name == "remote_verbose") {
+        EXPECT_EQ(s.source, kvikio::SettingSource::ENVIRONMENT) << s.name;
+        EXPECT_EQ(s.value, "true") << s.name;
+      }
+    }
+  }
+  EXPECT_FALSE(defaults::auto_direct_io_read_overread());
+  {
+    ScopedEnv a("KVIKIO_REMOTE_VERBOSE", "maybe");
+    KVIKIO_EXPECT_THROW_WITH(kvikio::detail::reload_settings_from_environment(),
+                             std::invalid_argument,
+                             "KVIKIO_REMOTE_VERBOSE");
+  }
+  defaults::set_auto_direct_io_read_overread(true);
+  EXPECT_TRUE(std::get<bool>(defaults::get("auto_direct_io_read_overread")));
+  defaults::set("remote_verbose", true);
+  EXPECT_TRUE(defaults::remote_verbose());
+  defaults::set_remote_verbose(false);
+  defaults::set("auto_direct_io_read_overread", false);
+  EXPECT_FALSE(defaults::auto_direct_io_read_overread());
+}

@@ -69,6 +69,7 @@ class ScopedSettings {
       task_size_(defaults::task_size()),
       direct_read_(defaults::auto_direct_io_read()),
       direct_write_(defaults::auto_direct_io_write()),
+      overread_(defaults::auto_direct_io_read_overread()),
       bounce_(defaults::bounce_buffer_size())
   {
   }
@@ -78,13 +79,14 @@ class ScopedSettings {
     defaults::set_task_size(task_size_);
     defaults::set_auto_direct_io_read(direct_read_);
     defaults::set_auto_direct_io_write(direct_write_);
+    defaults::set_auto_direct_io_read_overread(overread_);
     defaults::set_bounce_buffer_size(bounce_);
   }
 
  private:
   unsigned int threads_;
   std::size_t task_size_;
-  bool direct_read_, direct_write_;
+  bool direct_read_, direct_write_, overread_;
   std::size_t bounce_;
 };
 

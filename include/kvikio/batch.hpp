@@ -13,43 +13,52 @@
 
 #include <kvikio/export.hpp>
 #include <kvikio/file_handle.hpp>
+#include <kvikio/shim/cufile_h_wrapper.hpp>
 
 namespace kvikio {
 
-/// Read or write (same values as cuFile's CUFILE_READ / CUFILE_WRITE).
-enum class BatchOpcode : int { READ = 0, WRITE = 1 };
+/// The names BatchOpcode::READ / ::WRITE, kept for code written against earlier versions of
+/// this library; they are cuFile's CUFILE_READ / CUFILE_WRITE (BatchOp::opcode's type is
+/// cuFile's CUfileOpcode_t, as upstream).
+struct KVIKIO_EXPORT BatchOpcode {
+  static constexpr CUfileOpcode_t READ  = CUFILE_READ;
+  static constexpr CUfileOpcode_t WRITE = CUFILE_WRITE;
+};
 
-/// Status of one operation (same values as cuFile's CUfileStatus_t).
-enum class BatchStatus : int {
-  WAITING  = 0x01,
-  PENDING  = 0x02,
-  INVALID  = 0x04,
-  CANCELED = 0x08,
-  COMPLETE = 0x10,
-  TIMEOUT  = 0x20,
-  FAILED   = 0x40,
+/// The names BatchStatus::COMPLETE etc., kept for code written against earlier versions of
+/// this library; they are cuFile's CUfileStatus_t values (CUFILE_COMPLETE etc.).
+struct KVIKIO_EXPORT BatchStatus {
+  static constexpr CUfileStatus_t WAITING  = CUFILE_WAITING;
+  static constexpr CUfileStatus_t PENDING  = CUFILE_PENDING;
+  static constexpr CUfileStatus_t INVALID  = CUFILE_INVALID;
+  static constexpr CUfileStatus_t CANCELED = CUFILE_CANCELED;
+  static constexpr CUfileStatus_t COMPLETE = CUFILE_COMPLETE;
+  static constexpr CUfileStatus_t TIMEOUT  = CUFILE_TIMEOUT;
+  static constexpr CUfileStatus_t FAILED   = CUFILE_FAILED;
 };
 
 /// One operation: `size` bytes between `file_handle` at `file_offset` and the device buffer
-/// `devPtr_base + devPtr_offset`. The buffer must stay valid until the operation is reported
-/// (or the batch is canceled or closed). The batch holds the open file itself from submit()
-/// on, so closing, moving or destroying the FileHandle afterwards is safe.
+/// `devPtr_base + devPtr_offset`; `opcode` is CUFILE_READ or CUFILE_WRITE. The buffer must stay
+/// valid until the operation is reported (or the batch is canceled or closed). The batch holds
+/// the open file itself from submit() on, so closing, moving or destroying the FileHandle
+/// afterwards is safe.
 struct KVIKIO_EXPORT BatchOp {
   FileHandle& file_handle;
   void* devPtr_base;
   off_t file_offset;
   off_t devPtr_offset;
   std::size_t size;
-  BatchOpcode opcode;
+  CUfileOpcode_t opcode;
 };
 
-/// A finished operation: `cookie` is the index of the op in its submit() call; `ret` the bytes
-/// moved (COMPLETE) or 0. For a FAILED operation of the POSIX path, `error` holds the message
-/// of the exception (naming the file and offset) and `error_code` its errno when it was an OS
-/// error (GenericSystemError), else 0; cuFile's batch API reports no details.
+/// A finished operation with details (status_details()): `cookie` is the index of the op in
+/// its submit() call; `ret` the bytes moved (CUFILE_COMPLETE) or 0. For a CUFILE_FAILED
+/// operation of the POSIX path, `error` holds the message of the exception (naming the file
+/// and offset) and `error_code` its errno when it was an OS error (GenericSystemError), else 0;
+/// cuFile's batch API reports no details.
 struct KVIKIO_EXPORT BatchIOEvent {
   void* cookie;
-  BatchStatus status;
+  CUfileStatus_t status;
   std::size_t ret;
   int error_code{0};
   std::string error{};
@@ -77,11 +86,19 @@ class KVIKIO_EXPORT BatchHandle {
   /// max_num_events, std::invalid_argument when the batch is closed or an op is malformed.
   void submit(const std::vector<BatchOp>& operations);
 
-  /// Returns finished operations not reported before: waits until at least `min_nr` are
-  /// available or `timeout` passes (nullptr: wait as long as it takes); at most `max_nr`.
-  std::vector<BatchIOEvent> status(unsigned min_nr,
-                                   unsigned max_nr,
-                                   struct timespec* timeout = nullptr);
+  /// Returns finished operations not reported before, as cuFile's events (upstream's
+  /// signature): waits until at least `min_nr` are available or `timeout` passes (nullptr:
+  /// wait as long as it takes); at most `max_nr`. The `cookie` of an event is the index of its
+  /// operation in the submit() call.
+  std::vector<CUfileIOEvents_t> status(unsigned min_nr,
+                                       unsigned max_nr,
+                                       struct timespec* timeout = nullptr);
+
+  /// As status(), with the error message and errno of each failed operation (POSIX path).
+  /// An operation is reported once, by either call.
+  std::vector<BatchIOEvent> status_details(unsigned min_nr,
+                                           unsigned max_nr,
+                                           struct timespec* timeout = nullptr);
 
   /// Cancels operations not yet started (reported CANCELED) and waits for running ones.
   void cancel();

@@ -156,6 +156,11 @@ class KVIKIO_EXPORT defaults {
   static void set_auto_direct_io_read(bool flag);
   static bool auto_direct_io_write();
   static void set_auto_direct_io_write(bool flag);
+  /// KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD (default off): with auto_direct_io_read, a read
+  /// also takes its unaligned head and tail through O_DIRECT, reading the whole pages around
+  /// the requested range into a bounce buffer (so no part of it goes through the page cache).
+  static bool auto_direct_io_read_overread();
+  static void set_auto_direct_io_read_overread(bool flag);
 
   /// KVIKIO_HTTP_MAX_ATTEMPTS, default 3: tries per remote request (at least 1).
   static std::size_t http_max_attempts();
@@ -166,6 +171,10 @@ class KVIKIO_EXPORT defaults {
   /// KVIKIO_HTTP_TIMEOUT, default 60: seconds before a remote request times out (> 0).
   static long http_timeout();
   static void set_http_timeout(long seconds);
+  /// KVIKIO_REMOTE_VERBOSE (default off): libcurl prints each remote request's protocol
+  /// exchange to stderr (CURLOPT_VERBOSE). Credentials appear in it: for debugging only.
+  static bool remote_verbose();
+  static void set_remote_verbose(bool flag);
 
   /// Every setting with its current value and source, in a fixed order.
   static std::vector<SettingInfo> list();

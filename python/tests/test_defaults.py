@@ -22,6 +22,8 @@ NEW_VALUES = {
     "http_max_attempts": 7,
     "http_status_codes": [500, 503],
     "http_timeout": 9,
+    "auto_direct_io_read_overread": True,
+    "remote_verbose": True,
 }
 
 

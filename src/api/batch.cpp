@@ -92,6 +92,11 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
   }
   bool all_cufile = impl_->cufile != nullptr;
   for (const auto& op : operations) {
+    if (op.opcode != CUFILE_READ && op.opcode != CUFILE_WRITE) {
+      throw std::invalid_argument("batch operation on '" + op.file_handle.path() +
+                                  "' has an unknown opcode " +
+                                  std::to_string(static_cast<int>(op.opcode)));
+    }
     if (op.file_handle.closed()) {
       throw std::invalid_argument("batch operation on closed file '" + op.file_handle.path() + "'");
     }
@@ -117,7 +122,7 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
       params[i].u.batch.devPtr_offset = op.devPtr_offset;
       params[i].u.batch.size          = op.size;
       params[i].fh                    = op.file_handle.handle();
-      params[i].opcode                = op.opcode == BatchOpcode::READ ? CUFILE_READ : CUFILE_WRITE;
+      params[i].opcode                = op.opcode;
       params[i].cookie                = reinterpret_cast<void*>(i);
     }
     // cuFile resolves the device buffers in the current context: use the buffers' own.
@@ -137,28 +142,27 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
   for (std::size_t i = 0; i < operations.size(); ++i) {
     const auto& op = operations[i];
     // The task holds the open file, not the FileHandle, which may close or move meanwhile.
-    auto file = detail::FileHandleAccess::state(op.file_handle);
-    auto direction =
-      op.opcode == BatchOpcode::READ ? detail::Direction::read : detail::Direction::write;
-    auto* buf   = static_cast<char*>(op.devPtr_base) + op.devPtr_offset;
-    auto size   = op.size;
-    auto offset = static_cast<std::size_t>(op.file_offset);
+    auto file      = detail::FileHandleAccess::state(op.file_handle);
+    auto direction = op.opcode == CUFILE_READ ? detail::Direction::read : detail::Direction::write;
+    auto* buf      = static_cast<char*>(op.devPtr_base) + op.devPtr_offset;
+    auto size      = op.size;
+    auto offset    = static_cast<std::size_t>(op.file_offset);
     defaults::thread_pool().detach_task([shared, file, direction, buf, size, offset, i]() noexcept {
-      BatchIOEvent ev{reinterpret_cast<void*>(i), BatchStatus::COMPLETE, 0};
+      BatchIOEvent ev{reinterpret_cast<void*>(i), CUFILE_COMPLETE, 0};
       if (shared->cancel) {
-        ev.status = BatchStatus::CANCELED;
+        ev.status = CUFILE_CANCELED;
       } else {
         try {
           ev.ret = detail::blocking_io(direction, *file, buf, size, offset);
         } catch (const std::system_error& e) {
-          ev.status     = BatchStatus::FAILED;
+          ev.status     = CUFILE_FAILED;
           ev.error_code = e.code().value();
           ev.error      = e.what();
         } catch (const std::exception& e) {
-          ev.status = BatchStatus::FAILED;
+          ev.status = CUFILE_FAILED;
           ev.error  = e.what();
         } catch (...) {
-          ev.status = BatchStatus::FAILED;
+          ev.status = CUFILE_FAILED;
           ev.error  = "unknown exception";
         }
       }
@@ -170,9 +174,23 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
   }
 }
 
-std::vector<BatchIOEvent> BatchHandle::status(unsigned min_nr,
-                                              unsigned max_nr,
-                                              struct timespec* timeout)
+std::vector<CUfileIOEvents_t> BatchHandle::status(unsigned min_nr,
+                                                  unsigned max_nr,
+                                                  struct timespec* timeout)
+{
+  if (!impl_) { throw std::invalid_argument("status() on a closed BatchHandle"); }
+  auto details = status_details(min_nr, max_nr, timeout);
+  std::vector<CUfileIOEvents_t> out;
+  out.reserve(details.size());
+  for (const auto& ev : details) {
+    out.push_back(CUfileIOEvents_t{ev.cookie, ev.status, ev.ret});
+  }
+  return out;
+}
+
+std::vector<BatchIOEvent> BatchHandle::status_details(unsigned min_nr,
+                                                      unsigned max_nr,
+                                                      struct timespec* timeout)
 {
   if (!impl_) { throw std::invalid_argument("status() on a closed BatchHandle"); }
   std::vector<BatchIOEvent> out;
@@ -183,7 +201,7 @@ std::vector<BatchIOEvent> BatchHandle::status(unsigned min_nr,
                            impl_->cufile, min_nr, &nr, events.data(), timeout),
                          "cuFileBatchIOGetStatus");
     for (unsigned i = 0; i < nr; ++i) {
-      out.push_back({events[i].cookie, static_cast<BatchStatus>(events[i].status), events[i].ret});
+      out.push_back({events[i].cookie, events[i].status, events[i].ret});
     }
     return out;
   }

@@ -103,6 +103,44 @@ std::size_t write_exact(
   return size;
 }
 
+/// Reads [offset, offset+size) through O_DIRECT only (KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD):
+/// the whole pages around the range are read into the bounce buffer, a chunk at a time, and
+/// the requested bytes copied out. Returns the bytes copied: fewer than `size` only when the
+/// file ends first.
+std::size_t read_overread(const OpenFile& file, char* buf, std::size_t size, std::size_t offset)
+{
+  // At least two pages: a small read that straddles a page boundary takes one pread.
+  const std::size_t chunk =
+    std::max(2 * page_size, defaults::bounce_buffer_size() / page_size * page_size);
+  std::size_t done = 0;
+  while (done < size) {
+    const std::size_t at    = offset + done;
+    const std::size_t start = align_down(at);
+    const std::size_t skip  = at - start;
+    const std::size_t want  = std::min(chunk, align_up(skip + size - done));
+    char* bounce            = scratch.get(want);
+    std::size_t got         = 0;
+    while (got < want) {
+      ssize_t n =
+        ::pread(file.fd_direct(), bounce + got, want - got, static_cast<off_t>(start + got));
+      if (n < 0) {
+        if (errno == EINTR) { continue; }
+        throw GenericSystemError("read of " + file_range_text(file.path(), at, size - done) +
+                                 " (Direct IO, whole pages) failed");
+      }
+      if (n == 0) { break; }  // the end of the file
+      got += static_cast<std::size_t>(n);
+      if (got % page_size != 0) { break; }  // a partial page: the end of the file
+    }
+    if (got <= skip) { break; }
+    const std::size_t n = std::min(got - skip, size - done);
+    std::memcpy(buf + done, bounce + skip, n);
+    done += n;
+    if (got < want) { break; }
+  }
+  return done;
+}
+
 }  // namespace
 
 std::size_t posix_host_io(Direction direction,
@@ -116,6 +154,14 @@ std::size_t posix_host_io(Direction direction,
   auto exact       = [&](int fd, char* p, std::size_t n, std::size_t at) {
     return write ? write_exact(fd, p, n, at, file.path()) : read_exact(fd, p, n, at, file.path());
   };
+  if (direct_io && !write && file.fd_direct() >= 0 && size > 0 &&
+      defaults::auto_direct_io_read_overread()) {
+    const std::size_t done = read_overread(file, buf, size, offset);
+    // Short only at the end of the file: the buffered read of the rest reports it (or reads
+    // what a concurrent writer appended meanwhile).
+    if (done < size) { read_exact(file.fd(), buf + done, size - done, offset + done, file.path()); }
+    return size;
+  }
   if (!direct_io || file.fd_direct() < 0 || size < page_size) {
     return exact(file.fd(), buf, size, offset);
   }

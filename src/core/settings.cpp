@@ -55,6 +55,8 @@ enum class Id : std::uint8_t {
   http_max_attempts,
   http_status_codes,
   http_timeout,
+  auto_direct_io_read_overread,
+  remote_verbose,
   count
 };
 
@@ -84,6 +86,8 @@ const std::array<SettingSpec, static_cast<std::size_t>(Id::count)>& specs()
      1,
      std::numeric_limits<long>::max(),
      "seconds"},
+    {"auto_direct_io_read_overread", "KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD", Kind::FLAG, false},
+    {"remote_verbose", "KVIKIO_REMOTE_VERBOSE", Kind::FLAG, false},
   }};
   return s;
 }
@@ -514,6 +518,14 @@ bool defaults::auto_direct_io_read() { return typed<bool>(Id::auto_direct_io_rea
 void defaults::set_auto_direct_io_read(bool flag) { assign(Id::auto_direct_io_read, flag); }
 bool defaults::auto_direct_io_write() { return typed<bool>(Id::auto_direct_io_write); }
 void defaults::set_auto_direct_io_write(bool flag) { assign(Id::auto_direct_io_write, flag); }
+bool defaults::auto_direct_io_read_overread()
+{
+  return typed<bool>(Id::auto_direct_io_read_overread);
+}
+void defaults::set_auto_direct_io_read_overread(bool flag)
+{
+  assign(Id::auto_direct_io_read_overread, flag);
+}
 
 std::size_t defaults::http_max_attempts() { return typed<std::size_t>(Id::http_max_attempts); }
 void defaults::set_http_max_attempts(std::size_t attempts)
@@ -537,5 +549,8 @@ void defaults::set_http_timeout(long seconds)
 {
   assign(Id::http_timeout, static_cast<std::int64_t>(seconds));
 }
+
+bool defaults::remote_verbose() { return typed<bool>(Id::remote_verbose); }
+void defaults::set_remote_verbose(bool flag) { assign(Id::remote_verbose, flag); }
 
 }  // namespace kvikio

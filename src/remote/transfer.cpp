@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/logger.hpp"
 #include "remote/curl_handle.hpp"
 #include "remote/response_parse.hpp"
 #include "remote/url.hpp"
@@ -202,9 +203,10 @@ void with_retries(const RemoteEndpoint& endpoint, DescribeFn describe, AttemptFn
     bool http_failure = a.rc == CURLE_OK;
     bool retryable    = http_failure ? is_retryable_status(a.status) : is_retryable_transport(a.rc);
     if (retryable && attempt < max_attempts) {
-      std::cerr << describe_failure(describe(), url, a, attempt) << "; retrying in "
-                << backoff.count() << " ms (attempt " << attempt + 1 << " of " << max_attempts
-                << ")\n";
+      KVIKIO_LOG(warn,
+                 describe_failure(describe(), url, a, attempt) + "; retrying in " +
+                   std::to_string(backoff.count()) + " ms (attempt " + std::to_string(attempt + 1) +
+                   " of " + std::to_string(max_attempts) + ")");
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, std::chrono::milliseconds{4000});
       continue;
@@ -231,6 +233,8 @@ void set_common_options(CurlHandle& curl, char* errbuf, const RemoteEndpoint& en
   // ".." segments (RFC 3986 5.2.4), but S3 keys are not paths: "a/../b" is a key of its own,
   // and "../other-bucket/k" must not turn into another bucket's object.
   curl.setopt(CURLOPT_PATH_AS_IS, 1L);
+  // KVIKIO_REMOTE_VERBOSE: libcurl's own trace of every request, on stderr.
+  if (defaults::remote_verbose()) { curl.setopt(CURLOPT_VERBOSE, 1L); }
   set_ca_options(curl, endpoint_state(endpoint).ca);
 }
 

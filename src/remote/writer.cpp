@@ -10,6 +10,7 @@
 #include <kvikio/hdfs.hpp>
 #include <kvikio/threadpool.hpp>
 
+#include "core/logger.hpp"
 #include "device/pointer.hpp"
 #include "device/staging.hpp"
 #include "remote/transfer.hpp"
@@ -556,7 +557,7 @@ void RemoteWriter::undo() noexcept
       created_ = false;
     }
   } catch (const std::exception& e) {
-    std::cerr << "kvikio: aborting the write of " << shown_ << " failed: " << e.what() << "\n";
+    KVIKIO_LOG(error, "aborting the write of " + std::string(shown_) + " failed: " + e.what());
   }
 }
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <cstdlib>
@@ -226,6 +227,66 @@ TEST(CompatFileHandle, ThreadPoolArgumentAndCompatModeManager)
   kvikio::CompatModeManager standalone(path, "r", 0644, kvikio::CompatMode::ON, nullptr);
   EXPECT_TRUE(standalone.is_compat_mode_preferred());
   EXPECT_TRUE(standalone.is_compat_mode_preferred_for_async());
+}
+
+// Upstream's batch types: BatchOp with cuFile's opcode (designated initializers, as upstream's
+// docs write it) and status() returning cuFile's events. Host buffers take the POSIX path.
+TEST(CompatBatch, CufileOpcodeAndEvents)
+{
+  kvikio::test::TempDir dir;
+  const auto path = dir.file("batch.bin");
+  const auto data = kvikio::test::random_bytes(3 * 4096, 7);
+  kvikio::test::write_file(path, data);
+  kvikio::FileHandle f(path, "r+", kvikio::FileHandle::m644, kvikio::CompatMode::ON);
+  std::vector<char> got(data.size());
+  kvikio::BatchHandle batch(4);
+  std::vector<kvikio::BatchOp> ops;
+  for (off_t i = 0; i < 3; ++i) {
+    // The file's pieces land in the buffer in reverse order.
+    ops.push_back(kvikio::BatchOp{.file_handle   = f,
+                                  .devPtr_base   = got.data(),
+                                  .file_offset   = i * 4096,
+                                  .devPtr_offset = (2 - i) * 4096,
+                                  .size          = 4096,
+                                  .opcode        = CUFILE_READ});
+  }
+  batch.submit(ops);
+  std::vector<CUfileIOEvents_t> events;
+  while (events.size() < ops.size()) {
+    std::vector<CUfileIOEvents_t> some = batch.status(1, 3, nullptr);
+    events.insert(events.end(), some.begin(), some.end());
+  }
+  for (const CUfileIOEvents_t& e : events) {
+    EXPECT_EQ(e.status, CUFILE_COMPLETE);
+    EXPECT_EQ(e.ret, 4096U);
+  }
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(std::equal(got.begin() + static_cast<long>((2 - i) * 4096),
+                           got.begin() + static_cast<long>((3 - i) * 4096),
+                           data.begin() + static_cast<long>(i * 4096)))
+      << i;
+  }
+  // A write, then a read past the end: reported CUFILE_FAILED with ret 0 through status(),
+  // and with the message through status_details().
+  batch.submit({kvikio::BatchOp{f, got.data(), 3 * 4096, 0, 4096, CUFILE_WRITE}});
+  auto written = batch.status(1, 1);
+  ASSERT_EQ(written.size(), 1U);
+  EXPECT_EQ(written[0].status, CUFILE_COMPLETE);
+  EXPECT_EQ(f.nbytes(), 4 * 4096U);
+  batch.submit({kvikio::BatchOp{f, got.data(), 100 * 4096, 0, 4096, CUFILE_READ}});
+  auto failed = batch.status(1, 1);
+  ASSERT_EQ(failed.size(), 1U);
+  EXPECT_EQ(failed[0].status, CUFILE_FAILED);
+  EXPECT_EQ(failed[0].ret, 0U);
+  batch.submit({kvikio::BatchOp{f, got.data(), 100 * 4096, 0, 4096, CUFILE_READ}});
+  auto details = batch.status_details(1, 1);
+  ASSERT_EQ(details.size(), 1U);
+  EXPECT_EQ(details[0].status, CUFILE_FAILED);
+  EXPECT_NE(details[0].error.find(path), std::string::npos) << details[0].error;
+  // The older names of this library are the cuFile values.
+  static_assert(kvikio::BatchOpcode::READ == CUFILE_READ);
+  static_assert(kvikio::BatchStatus::CANCELED == CUFILE_CANCELED);
+  static_assert(sizeof(CUfileIOEvents_t) == sizeof(void*) + 2 * sizeof(std::size_t));
 }
 
 // Run with CUFILE_ENV_PATH_JSON naming an existing file (a ctest of its own: the path is
