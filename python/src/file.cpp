@@ -1,4 +1,5 @@
 // kvikio._lib.FileHandle (a local file) and the page-cache helpers.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -97,14 +98,40 @@ class File {
     return {std::move(future), std::move(view)};
   }
 
+  /// Blocking read. A request that pread() would run as one piece (or a device request below
+  /// gds_threshold, which pread() runs on the calling thread anyway) runs here, with the GIL
+  /// released: handing a 4 KiB read to the pool costs several times the read itself (issue
+  /// 14). Larger requests are split over the pool as pread() does. Same results either way.
   std::size_t read(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
-    return pread(buf, size, file_offset, task_size).get();
+    return blocking_io(false, buf, size, file_offset, task_size);
   }
 
+  /// Blocking write; see read().
   std::size_t write(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
-    return pwrite(buf, size, file_offset, task_size).get();
+    return blocking_io(true, buf, size, file_offset, task_size);
+  }
+
+  std::size_t blocking_io(
+    bool write, nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    auto view           = BufferView::from_object(buf, /*writable=*/!write);
+    const std::size_t n = request_size(view, size);
+    const std::size_t off =
+      write && file_offset.is_none() ? unspecified_offset : to_size(file_offset, "file_offset");
+    const std::size_t ts = task_size_or_default(task_size);
+    auto handle          = checked();
+    auto* ptr            = view.ptr();
+    // pread() raises task_size to a page, so a request up to a page is one piece too.
+    const bool one_piece    = ts > 0 && n <= std::max<std::size_t>(ts, 4096);
+    const bool small_device = view.is_device() && n < defaults::gds_threshold();
+    nb::gil_scoped_release release;
+    if (one_piece && !small_device) {
+      return write ? handle->write(ptr, n, off, 0) : handle->read(ptr, n, off, 0);
+    }
+    // Split over the pool (or, for a small device request, the POSIX path on this thread).
+    return (write ? handle->pwrite(ptr, n, off, ts) : handle->pread(ptr, n, off, ts)).get();
   }
 
   /// One blocking call on the calling thread, without splitting into tasks.
