@@ -22,6 +22,7 @@ NEW_VALUES = {
     "http_max_attempts": 7,
     "http_status_codes": [500, 503],
     "http_timeout": 9,
+    "batch_backend": "thread_pool",
 }
 
 
@@ -110,6 +111,8 @@ def test_unknown_key_raises_key_error_naming_it():
         ("http_status_codes", "500"),
         ("http_status_codes", []),
         ("http_timeout", 0),
+        ("batch_backend", "uring"),
+        ("batch_backend", 1),
     ],
 )
 def test_bad_values_raise_value_error_naming_setting_and_value(key, value):
