@@ -10,6 +10,8 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <unordered_map>
+#include <utility>
 #include <variant>
 
 #include <kvikio/defaults.hpp>
@@ -35,19 +37,20 @@ namespace {
 
 using detail::Direction;
 
-/// Reruns `check`, prefixing the message of what it throws with the request's index.
+/// Runs `check`, prefixing the message of what it throws with the request's index (built
+/// only then: a batch may hold many thousands of requests).
 template <typename F>
 void with_index(std::size_t i, F&& check)
 {
-  const std::string where = "batch request " + std::to_string(i) + ": ";
+  auto where = [i] { return "batch request " + std::to_string(i) + ": "; };
   try {
     check();
   } catch (const std::out_of_range& e) {
-    throw std::out_of_range(where + e.what());
+    throw std::out_of_range(where() + e.what());
   } catch (const std::overflow_error& e) {
-    throw std::overflow_error(where + e.what());
+    throw std::overflow_error(where() + e.what());
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(where + e.what());
+    throw std::invalid_argument(where() + e.what());
   }
 }
 
@@ -151,20 +154,28 @@ std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIO
       }
       auto* buf = static_cast<char*>(r.buf);
       auto info = r.size > 0 ? detail::get_pointer_info(buf) : detail::PointerInfo{};
-      detail::check_device_range(info,
-                                 buf,
-                                 r.size,
-                                 std::string(op) + " of '" + r.file->path() + "' at file offset " +
-                                   std::to_string(r.file_offset));
+      if (!info.host_accessible()) {  // the message is built only where it may be needed
+        detail::check_device_range(info,
+                                   buf,
+                                   r.size,
+                                   std::string(op) + " of '" + r.file->path() +
+                                     "' at file offset " + std::to_string(r.file_offset));
+      }
       state->items.push_back({std::move(handle), info, buf, r.size, r.file_offset});
     });
   }
   // Reads stop at the end of the file: sizes are clamped once here, so that every path
   // (io_uring, plain calls, the device pipeline) gives the same short count.
   if (direction == Direction::read) {
+    // One fstat per file, not per request: batches are mostly many requests on few files.
+    std::unordered_map<const detail::OpenHandle*, std::size_t> sizes;
     for (auto& it : state->items) {
       if (it.size == 0) { continue; }
-      const std::size_t end = it.handle->file.nbytes();
+      auto known = sizes.find(it.handle.get());
+      if (known == sizes.end()) {
+        known = sizes.emplace(it.handle.get(), it.handle->file.nbytes()).first;
+      }
+      const std::size_t end = known->second;
       it.size               = it.offset >= end ? 0 : std::min(it.size, end - it.offset);
     }
   }
