@@ -150,6 +150,28 @@ TEST_P(BatchIO, ReadsAndWritesAcrossSeveralFiles)
   }
 }
 
+TEST_P(BatchIO, RequestsLargerThanTaskSizeAreCutIntoPieces)
+{
+  kvikio::defaults::set_task_size(64 * 1024);
+  const auto data = random_bytes(2 * 1024 * 1024 + 9, 12);
+  write_file(dir.file("big.bin"), data);
+  FileHandle f(dir.file("big.bin"), "r+");
+  std::vector<char> big(1024 * 1024 + 5), small(100), tail(300000);
+  // The last one runs past the end: its short count comes from the last piece.
+  EXPECT_EQ(f.pread_batch({{big.data(), big.size(), 4097},
+                           {small.data(), small.size(), 3},
+                           {tail.data(), tail.size(), data.size() - 100000}})
+              .get(),
+            big.size() + small.size() + 100000);
+  EXPECT_TRUE(std::equal(big.begin(), big.end(), data.begin() + 4097));
+  EXPECT_TRUE(std::equal(small.begin(), small.end(), data.begin() + 3));
+  EXPECT_TRUE(std::equal(tail.begin(), tail.begin() + 100000, data.end() - 100000));
+  // Written back one byte further on, in pieces too.
+  EXPECT_EQ(f.pwrite_batch({{big.data(), big.size(), 4098}}).get(), big.size());
+  const auto after = read_file(dir.file("big.bin"));
+  EXPECT_TRUE(std::equal(big.begin(), big.end(), after.begin() + 4098));
+}
+
 TEST_P(BatchIO, ReadsPastTheEndOfTheFileGiveAShortCount)
 {
   const auto data = random_bytes(5000, 9);

@@ -62,13 +62,20 @@ struct Item {
   std::size_t offset;
 };
 
+/// A part of items[item] run on the pool: `size` bytes from `buf_offset` into the request.
+struct Piece {
+  std::size_t item;
+  std::size_t buf_offset;
+  std::size_t size;
+};
+
 /// Every request of the batch and its results; shared by the jobs on the pool.
 struct BatchState {
   Direction direction;
   std::vector<Item> items;
   std::vector<detail::UringRequest> host;  // host requests (all of them, or none)
-  std::vector<std::size_t> host_index;     // host[k] is items[host_index[k]]
-  std::vector<std::size_t> pool_items;     // requests run one by one on the pool
+  std::vector<std::size_t> host_index;     // host[k] is a piece of items[host_index[k]]
+  std::vector<Piece> pool_pieces;          // pieces run one by one on the pool
   std::size_t chunk{1};                    // host requests per io_uring share
   std::atomic<std::size_t> next_chunk{0};
   std::atomic<std::size_t> next_item{0};
@@ -100,13 +107,18 @@ struct BatchState {
         if (host[k].error) { fail(host_index[k], host[k].error); }
       }
     }
-    for (std::size_t i = next_item++; i < pool_items.size(); i = next_item++) {
-      const auto& it = items[pool_items[i]];
+    for (std::size_t i = next_item++; i < pool_pieces.size(); i = next_item++) {
+      const auto& piece = pool_pieces[i];
+      const auto& it    = items[piece.item];
       try {
-        bytes +=
-          detail::batch_move_piece(direction, *it.handle, it.info, it.buf, it.size, it.offset);
+        bytes += detail::batch_move_piece(direction,
+                                          *it.handle,
+                                          it.info,
+                                          it.buf + piece.buf_offset,
+                                          piece.size,
+                                          it.offset + piece.buf_offset);
       } catch (...) {
-        fail(pool_items[i], std::current_exception());
+        fail(piece.item, std::current_exception());
       }
     }
     if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
@@ -179,15 +191,20 @@ std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIO
       it.size               = it.offset >= end ? 0 : std::min(it.size, end - it.offset);
     }
   }
+  // A request larger than task_size is cut into task_size pieces, as pread() cuts it, so that
+  // one large request among small ones does not leave the other threads idle.
+  const std::size_t task_size = std::max<std::size_t>(defaults::task_size(), 4096);
   for (std::size_t i = 0; i < state->items.size(); ++i) {
     auto& it = state->items[i];
-    if (it.size == 0) { continue; }
-    if (uring && it.info.host_accessible()) {
-      state->host.push_back(
-        {it.handle->file.fd(), it.buf, it.size, it.offset, &it.handle->file.path()});
-      state->host_index.push_back(i);
-    } else {
-      state->pool_items.push_back(i);
+    for (std::size_t done = 0; done < it.size; done += task_size) {
+      const std::size_t n = std::min(task_size, it.size - done);
+      if (uring && it.info.host_accessible()) {
+        state->host.push_back(
+          {it.handle->file.fd(), it.buf + done, n, it.offset + done, &it.handle->file.path()});
+        state->host_index.push_back(i);
+      } else {
+        state->pool_pieces.push_back({i, done, n});
+      }
     }
   }
   auto& pool                = defaults::thread_pool();
@@ -195,7 +212,7 @@ std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIO
   // The host requests in one share per thread (a few io_uring calls each).
   state->chunk = std::max<std::size_t>(1, (state->host.size() + threads - 1) / threads);
   const std::size_t host_jobs = (state->host.size() + state->chunk - 1) / state->chunk;
-  const std::size_t jobs      = std::min(threads, std::max(host_jobs, state->pool_items.size()));
+  const std::size_t jobs      = std::min(threads, std::max(host_jobs, state->pool_pieces.size()));
   if (jobs == 0) { return detail::ready_future(0); }
   state->remaining_jobs = jobs;
   auto future           = state->promise.get_future();
