@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git rsync
               libgtest-dev libgmock-dev clang-format python3 python3-pip python3-venv
-              libcurl4-openssl-dev openssl nginx-light python3-dev doxygen libspdlog-dev
+              libcurl4-openssl-dev liburing-dev openssl nginx-light python3-dev doxygen libspdlog-dev
               clang libclang-rt-dev llvm)
 # clang, libclang-rt-dev (libFuzzer's runtime: only recommended by clang, and recommends are
 # not installed here) and llvm (llvm-symbolizer for readable sanitizer stacks): scripts/fuzz.sh.

@@ -20,6 +20,7 @@
 #
 # What that machine lacks travels in git-ignored folders named in the device tool's carry:
 #   .deps/root       curl headers: apt-get download libcurl4-openssl-dev; dpkg -x *.deb root
+#                    (and liburing-dev's, likewise, for the io_uring batches)
 #   .gpu-deps/googletest   GoogleTest source (apt-get download googletest; dpkg -x)
 #   .gpu-deps/before an earlier commit's sources, for step 4b (optional)
 #   .gpu-deps/seed   the specification (shared/seed), whose examples test_seed_examples.py runs
@@ -63,6 +64,12 @@ CURL_ARGS=()
 if [ ! -f /usr/include/curl/curl.h ] && [ -d "$SRC/.deps/root" ]; then
   CURL_ARGS=(-DCURL_INCLUDE_DIR="$SRC/.deps/root/usr/include/x86_64-linux-gnu"
              -DCURL_LIBRARY=/usr/lib/x86_64-linux-gnu/libcurl.so.4)
+fi
+# liburing (io_uring batches): its headers and static library, from `apt-get download
+# liburing-dev; dpkg -x *.deb root`, when the machine has none (else batches take the pool).
+if [ ! -f /usr/include/liburing.h ] && [ -f "$SRC/.deps/root/usr/include/liburing.h" ]; then
+  CURL_ARGS+=(-DKVIKIO_LIBURING_INCLUDE_DIR="$SRC/.deps/root/usr/include"
+              -DKVIKIO_LIBURING_STATIC="$SRC/.deps/root/usr/lib/x86_64-linux-gnu/liburing.a")
 fi
 PREFIX_PATH=""
 if ! ls /usr/lib/x86_64-linux-gnu/cmake/GTest/GTestConfig.cmake > /dev/null 2>&1; then
@@ -159,6 +166,11 @@ timeout 150 env KVIKIO_COMPAT_MODE=ON "$KVIKIO" bench --memory device --size 4Gi
 for t in 1 4 16; do
   timeout 60 env KVIKIO_COMPAT_MODE=ON "$KVIKIO" bench --memory device --size 4GiB --threads "$t" \
     --repetitions 2 --ops read --json > "$RESULTS/h200-device-4GiB-${t}threads.json" 2>> "$OUT/bench.err"
+done
+# Small random reads (issue 14): single calls, pread().get() and the batch call, in IOPS.
+for mem in host device; do
+  timeout 60 "$KVIKIO" bench --pattern random --io-size 4KiB --size 1GiB --threads 16 \
+    --memory $mem --repetitions 3 > "$OUT/bench_random_$mem.txt" 2>> "$OUT/bench.err"
 done
 timeout 60 python3 -m kvikio.benchmarks.overhead > "$OUT/overhead.txt" 2>> "$OUT/bench.err"
 timeout 120 python3 -m kvikio.benchmarks.s3_upload --size 512MiB --threads 16 --repetitions 2 \

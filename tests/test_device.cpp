@@ -776,3 +776,52 @@ TEST_F(DeviceIO, DrainerAbandonedMidwayLeavesNoCopyWritingThePooledBuffer)
   EXPECT_EQ(stager.finish(), staged.size());
   EXPECT_EQ(to_host(b, 2 * half), staged);
 }
+
+// Issue 14: a batch mixing device and host buffers, both directions, byte for byte; device
+// requests take the device path on the pool, host ones io_uring or the pool.
+TEST_F(DeviceIO, BatchOfDeviceAndHostRequestsIsByteExact)
+{
+  const auto data = random_bytes(3 * MiB + 11, 31);
+  auto path       = dir.file("batch.bin");
+  write_file(path, data);
+  FileHandle f(path, "r+", FileHandle::m644, CompatMode::ON);
+  struct R {
+    std::size_t offset, size;
+  };
+  const std::vector<R> ranges{{0, 4096}, {4097, 1 * MiB + 3}, {3 * MiB, 11}, {77, 20000}, {9, 0}};
+  std::vector<DeviceBuffer> devs;
+  std::vector<kvikio::IORequest> reads;
+  for (const auto& r : ranges) {
+    devs.emplace_back(std::max<std::size_t>(r.size, 1));
+  }
+  std::vector<char> host(5000);
+  std::size_t total = host.size();
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    reads.push_back({devs[i].data(), ranges[i].size, ranges[i].offset});
+    total += ranges[i].size;
+  }
+  reads.push_back({host.data(), host.size(), 100});
+  EXPECT_EQ(f.pread_batch(reads).get(), total);
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    auto got = to_host(devs[i], ranges[i].size);
+    ASSERT_TRUE(
+      std::equal(got.begin(), got.end(), data.begin() + static_cast<long>(ranges[i].offset)))
+      << "request " << i;
+  }
+  EXPECT_TRUE(std::equal(host.begin(), host.end(), data.begin() + 100));
+  // Written back shifted by one MiB, from the device buffers, into a fresh file.
+  FileHandle out(dir.file("batch_out.bin"), "w", FileHandle::m644, CompatMode::ON);
+  std::vector<kvikio::IORequest> writes;
+  for (std::size_t i = 0; i < 3; ++i) {
+    writes.push_back({devs[i].data(), ranges[i].size, ranges[i].offset + MiB});
+  }
+  EXPECT_EQ(out.pwrite_batch(writes).get(), ranges[0].size + ranges[1].size + ranges[2].size);
+  out.close();
+  const auto written = read_file(dir.file("batch_out.bin"));
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(std::equal(data.begin() + static_cast<long>(ranges[i].offset),
+                           data.begin() + static_cast<long>(ranges[i].offset + ranges[i].size),
+                           written.begin() + static_cast<long>(ranges[i].offset + MiB)))
+      << "request " << i;
+  }
+}

@@ -33,6 +33,7 @@
 #include <kvikio/file_handle.hpp>
 #include <kvikio/file_utils.hpp>
 
+#include "bench_random.hpp"
 #include "bench_remote.hpp"
 #include "options.hpp"
 #include "plain_io.hpp"
@@ -58,7 +59,10 @@ struct Options {
   std::string remote;  // --remote URL|local: see bench_remote.hpp
   std::string remote_server{"nginx"};
   bool size_given{false};
-  std::vector<int> devices;  // --devices: read into one buffer on each of these at once
+  std::vector<int> devices;           // --devices: read into one buffer on each of these at once
+  std::string pattern{"sequential"};  // --pattern random: see bench_random.hpp
+  std::size_t io_size{4096};
+  std::size_t count{20000};
 };
 
 const char* usage =
@@ -83,7 +87,13 @@ const char* usage =
   "  --json                print the results as one JSON object\n"
   "  --remote URL|local    read a remote object (http(s), s3://, WebHDFS) next to plain\n"
   "                        parallel curl; 'local' serves --size random bytes on loopback\n"
-  "  --remote-server nginx|python   server for --remote local (default nginx, else python)\n";
+  "  --remote-server nginx|python   server for --remote local (default nginx, else python)\n"
+  "  --pattern sequential|random   random: --count reads of --io-size bytes at random\n"
+  "                        offsets of a hot --size file: single read() calls, pread().get()\n"
+  "                        one at a time and one pread_batch call, in IOPS, next to plain\n"
+  "                        pread loops on 1 and --threads threads\n"
+  "  --io-size BYTES       size of each random read (default 4KiB)\n"
+  "  --count N             random reads per timed run (default 20000)\n";
 
 Options parse(int argc, char** argv, int first)
 {
@@ -143,6 +153,16 @@ Options parse(int argc, char** argv, int first)
       if (o.devices.empty()) { throw std::invalid_argument("--devices: empty list"); }
     } else if (*name == "remote") {
       o.remote = args.value();
+    } else if (*name == "pattern") {
+      o.pattern = args.value();
+      if (o.pattern != "sequential" && o.pattern != "random") {
+        throw std::invalid_argument("--pattern: '" + o.pattern +
+                                    "' is not one of sequential, random");
+      }
+    } else if (*name == "io-size") {
+      o.io_size = parse_bytes(*name, args.value());
+    } else if (*name == "count") {
+      o.count = parse_count(*name, args.value());
     } else if (*name == "remote-server") {
       o.remote_server = args.value();
     } else if (*name == "help") {
@@ -474,6 +494,10 @@ int run_bench(int argc, char** argv, int first)
   {
     FileHandle f(o.file, "w");
     f.pwrite(buffers.ours_src(), o.size, 0).get();
+  }
+  if (o.pattern == "random") {
+    return run_bench_random(
+      {o.file, o.size, o.io_size, o.count, o.threads, device, o.repetitions, o.json});
   }
   const double gb = static_cast<double>(o.size) / 1e9;
   std::vector<Result> results;

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include <kvikio/batch_io.hpp>
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/device_memory.hpp>
@@ -61,6 +62,12 @@ int run_info(int argc, char** argv, int first)
       "mode,\n      which can be far slower than our POSIX pipeline; compare "
       "`kvikio bench --memory device`\n      with and without KVIKIO_COMPAT_MODE=ON.\n");
   }
+  // Batches of host IO (pread_batch/pwrite_batch): io_uring where the kernel allows it.
+  const auto uring_reason = io_uring_unavailable_reason();
+  std::printf("batch IO (host memory): %s%s%s\n",
+              batch_backend().c_str(),
+              uring_reason.empty() ? "" : " (io_uring: ",
+              uring_reason.empty() ? "" : (uring_reason + ")").c_str());
   std::printf("\n");
   std::printf("settings:\n");
   std::printf("  %-22s %-28s %-24s %s\n", "name", "environment variable", "value", "source");

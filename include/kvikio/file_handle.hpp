@@ -9,8 +9,10 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <kvikio/export.hpp>
+#include <kvikio/batch_io.hpp>
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/compat_mode_manager.hpp>
 #include <kvikio/defaults.hpp>
@@ -169,6 +171,11 @@ class KVIKIO_EXPORT FileHandle {
   [[nodiscard]] const CompatModeManager& get_compat_mode_manager() const;
   /// True when an O_DIRECT descriptor could be opened for this file.
   [[nodiscard]] bool is_direct_io_supported() const noexcept;
+
+  /// Reads every request of `requests` from this file; see kvikio::pread_batch.
+  std::future<std::size_t> pread_batch(const std::vector<IORequest>& requests);
+  /// Writes every request of `requests` to this file; see kvikio::pwrite_batch.
+  std::future<std::size_t> pwrite_batch(const std::vector<IORequest>& requests);
 
  private:
   friend struct detail::FileHandleAccess;

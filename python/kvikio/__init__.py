@@ -19,6 +19,8 @@ from kvikio.cufile import (
     drop_file_page_cache,
     drop_system_page_cache,
     get_page_cache_info,
+    pread_batch,
+    pwrite_batch,
 )
 from kvikio.mmap import Mmap
 from kvikio.remote_file import (
@@ -57,6 +59,8 @@ __all__ = [
     "memory_register",
     "mmap",
     "numpy",
+    "pread_batch",
+    "pwrite_batch",
     "stream_deregister",
     "stream_register",
     "utils",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Union
+from typing import Any, Iterable, Optional, Union
 
 from kvikio import _lib
 from kvikio.stream import stream_handle
@@ -19,6 +19,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 __all__ = [
     "CuFile",
     "IOFuture",
+    "pread_batch",
+    "pwrite_batch",
     "IOFutureStream",
     "get_page_cache_info",
     "drop_file_page_cache",
@@ -119,6 +121,20 @@ class CuFile:
 
         ``file_offset=None`` writes at 0, or at the end of the file when opened with ``"a"``."""
         return self._handle.pwrite(buf, size, file_offset, task_size)
+
+    def pread_batch(self, requests: Iterable[tuple]) -> IOFuture:
+        """Read many ``(buf, size, file_offset)`` requests of this file in one call;
+        non-blocking. ``size`` None reads the whole buffer. Every request is checked before
+        any IO; ``get()`` returns the total bytes read (a read reaching the end of the file
+        stops there: a short count, not an error) or raises the first failed request's error
+        once every request finished. Host buffers use io_uring or the thread pool (the
+        ``batch_backend`` setting), device buffers the usual device path."""
+        return self._handle.pread_batch(requests)
+
+    def pwrite_batch(self, requests: Iterable[tuple]) -> IOFuture:
+        """Write many ``(buf, size, file_offset)`` requests to this file in one call; see
+        :meth:`pread_batch`. ``file_offset`` defaults to 0."""
+        return self._handle.pwrite_batch(requests)
 
     def read(
         self,
@@ -253,3 +269,15 @@ def drop_system_page_cache(reclaim_dentries_and_inodes: bool = True, sync_first:
 def clear_page_cache(reclaim_dentries_and_inodes: bool = True, clear_dirty_pages: bool = True) -> bool:
     """Deprecated: use :func:`drop_system_page_cache` (or :func:`drop_file_page_cache`)."""
     return drop_system_page_cache(reclaim_dentries_and_inodes, clear_dirty_pages)
+
+
+def pread_batch(requests: Iterable[tuple]) -> IOFuture:
+    """Read many ``(file, buf, size, file_offset)`` requests, across files, in one call;
+    non-blocking. ``file`` is a :class:`CuFile`; see :meth:`CuFile.pread_batch`."""
+    return _lib.pread_batch(requests)
+
+
+def pwrite_batch(requests: Iterable[tuple]) -> IOFuture:
+    """Write many ``(file, buf, size, file_offset)`` requests, across files, in one call;
+    see :meth:`CuFile.pread_batch`."""
+    return _lib.pwrite_batch(requests)

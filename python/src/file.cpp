@@ -1,15 +1,18 @@
 // kvikio._lib.FileHandle (a local file) and the page-cache helpers.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
+#include <kvikio/batch_io.hpp>
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/file_handle.hpp>
@@ -97,14 +100,40 @@ class File {
     return {std::move(future), std::move(view)};
   }
 
+  /// Blocking read. A request that pread() would run as one piece (or a device request below
+  /// gds_threshold, which pread() runs on the calling thread anyway) runs here, with the GIL
+  /// released: handing a 4 KiB read to the pool costs several times the read itself (issue
+  /// 14). Larger requests are split over the pool as pread() does. Same results either way.
   std::size_t read(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
-    return pread(buf, size, file_offset, task_size).get();
+    return blocking_io(false, buf, size, file_offset, task_size);
   }
 
+  /// Blocking write; see read().
   std::size_t write(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
-    return pwrite(buf, size, file_offset, task_size).get();
+    return blocking_io(true, buf, size, file_offset, task_size);
+  }
+
+  std::size_t blocking_io(
+    bool write, nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
+  {
+    auto view           = BufferView::from_object(buf, /*writable=*/!write);
+    const std::size_t n = request_size(view, size);
+    const std::size_t off =
+      write && file_offset.is_none() ? unspecified_offset : to_size(file_offset, "file_offset");
+    const std::size_t ts = task_size_or_default(task_size);
+    auto handle          = checked();
+    auto* ptr            = view.ptr();
+    // pread() raises task_size to a page, so a request up to a page is one piece too.
+    const bool one_piece    = ts > 0 && n <= std::max<std::size_t>(ts, 4096);
+    const bool small_device = view.is_device() && n < defaults::gds_threshold();
+    nb::gil_scoped_release release;
+    if (one_piece && !small_device) {
+      return write ? handle->write(ptr, n, off, 0) : handle->read(ptr, n, off, 0);
+    }
+    // Split over the pool (or, for a small device request, the POSIX path on this thread).
+    return (write ? handle->pwrite(ptr, n, off, ts) : handle->pread(ptr, n, off, ts)).get();
   }
 
   /// One blocking call on the calling thread, without splitting into tasks.
@@ -178,6 +207,17 @@ class File {
     return {std::move(future), std::move(view)};
   }
 
+  /// The handle of an open file, for a batch (kept by the batch's future); ValueError naming
+  /// the request when closed.
+  [[nodiscard]] std::shared_ptr<FileHandle> for_batch(std::size_t index) const
+  {
+    if (closed()) {
+      throw_closed("batch request " + std::to_string(index) + ": I/O operation on closed file '" +
+                   path_ + "'");
+    }
+    return handle_;
+  }
+
  private:
   /// The buffer of a raw_* call. Those are libkvikio's device-memory calls: a host buffer is
   /// refused (ValueError naming the method, file and buffer) rather than quietly taking
@@ -207,6 +247,67 @@ class File {
   std::shared_ptr<FileHandle> handle_;
 };
 
+/// What a batch's IOFuture holds until the IO is done: every buffer and every file.
+struct BatchKeepalive {
+  std::vector<BufferView> views;
+  std::vector<std::shared_ptr<FileHandle>> files;
+};
+
+/// pread_batch/pwrite_batch: `requests` is an iterable of (buf[, size[, file_offset]]), with
+/// `file` given, or of (file, buf[, size[, file_offset]]). size None: the whole buffer.
+IOFuture batch_io(bool write, nb::handle requests, const File* file)
+{
+  auto keep = std::make_shared<BatchKeepalive>();
+  std::vector<FileIORequest> batch;
+  std::size_t index = 0;
+  for (nb::handle item : requests) {
+    const std::string where = "batch request " + std::to_string(index) + ": ";
+    if (!PySequence_Check(item.ptr()) || PyUnicode_Check(item.ptr()) || PyBytes_Check(item.ptr())) {
+      throw nb::type_error((where + "expected a tuple, got " +
+                            nb::cast<std::string>(nb::str(item.type().attr("__name__"))))
+                             .c_str());
+    }
+    const auto len          = static_cast<std::size_t>(nb::len(item));
+    const std::size_t first = file == nullptr ? 1 : 0;
+    if (len < first + 1 || len > first + 3) {
+      throw nb::type_error((where +
+                            (file == nullptr ? "expected (file, buf[, size[, file_offset]])"
+                                             : "expected (buf[, size[, file_offset]])") +
+                            ", got " + std::to_string(len) + " items")
+                             .c_str());
+    }
+    auto at = [&](std::size_t k) {
+      return nb::steal(PySequence_GetItem(item.ptr(), static_cast<Py_ssize_t>(k)));
+    };
+    const File* owner = file;
+    nb::object file_obj;
+    if (owner == nullptr) {
+      file_obj = at(0);
+      if (nb::hasattr(file_obj, "_handle")) { file_obj = file_obj.attr("_handle"); }  // CuFile
+      if (!nb::isinstance<File>(file_obj)) {
+        throw nb::type_error((where + "expected a kvikio.CuFile, got " +
+                              nb::cast<std::string>(nb::str(file_obj.type().attr("__name__"))))
+                               .c_str());
+      }
+      owner = &nb::cast<const File&>(file_obj);
+    }
+    auto handle           = owner->for_batch(index);
+    auto view             = BufferView::from_object(at(first), /*writable=*/!write);
+    const std::size_t n   = request_size(view, len > first + 1 ? at(first + 1) : nb::none());
+    const std::size_t off = len > first + 2 ? to_size(at(first + 2), "file_offset") : 0;
+    batch.push_back({handle.get(), view.ptr(), n, off});
+    keep->views.push_back(std::move(view));
+    keep->files.push_back(std::move(handle));
+    ++index;
+  }
+  std::future<std::size_t> future;
+  {
+    nb::gil_scoped_release release;
+    future = write ? kvikio::pwrite_batch(batch) : kvikio::pread_batch(batch);
+  }
+  return {std::move(future), BufferView{}, std::move(keep)};
+}
+
 }  // namespace
 
 void bind_file(nb::module_& m)
@@ -232,6 +333,23 @@ void bind_file(nb::module_& m)
   def_parallel_io(cls, "pwrite", &File::pwrite, DefaultOffset::NONE);
   def_parallel_io(cls, "read", &File::read, DefaultOffset::ZERO);
   def_parallel_io(cls, "write", &File::write, DefaultOffset::NONE);
+  cls.def(
+    "pread_batch",
+    [](const File& f, nb::handle requests) { return batch_io(false, requests, &f); },
+    "requests"_a);
+  cls.def(
+    "pwrite_batch",
+    [](const File& f, nb::handle requests) { return batch_io(true, requests, &f); },
+    "requests"_a);
+  m.def(
+    "pread_batch",
+    [](nb::handle requests) { return batch_io(false, requests, nullptr); },
+    "requests"_a);
+  m.def(
+    "pwrite_batch",
+    [](nb::handle requests) { return batch_io(true, requests, nullptr); },
+    "requests"_a);
+  m.def("batch_backend", [] { return kvikio::batch_backend(); });
   def_raw_io(cls, "raw_read", &File::raw_read, DefaultOffset::ZERO);
   def_raw_io(cls, "raw_write", &File::raw_write, DefaultOffset::NONE);
   for (auto [name, method] : {std::pair{"raw_read_async", &File::raw_read_async},

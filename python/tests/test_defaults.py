@@ -24,6 +24,7 @@ NEW_VALUES = {
     "http_timeout": 9,
     "auto_direct_io_read_overread": True,
     "remote_verbose": True,
+    "batch_backend": "thread_pool",
 }
 
 
@@ -112,6 +113,8 @@ def test_unknown_key_raises_key_error_naming_it():
         ("http_status_codes", "500"),
         ("http_status_codes", []),
         ("http_timeout", 0),
+        ("batch_backend", "uring"),
+        ("batch_backend", 1),
     ],
 )
 def test_bad_values_raise_value_error_naming_setting_and_value(key, value):

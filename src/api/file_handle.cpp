@@ -500,3 +500,18 @@ StreamFuture FileHandle::write_async(
 void* FileHandle::handle() const noexcept { return file_ ? file_->cufile.handle() : nullptr; }
 
 }  // namespace kvikio
+
+namespace kvikio::detail {
+
+/// One piece of a batch request through the backend move_piece picks (batch_io.cpp).
+std::size_t batch_move_piece(Direction direction,
+                             const OpenHandle& handle,
+                             const PointerInfo& info,
+                             char* buf,
+                             std::size_t size,
+                             std::size_t offset)
+{
+  return move_piece(direction, handle, info, buf, size, offset, true);
+}
+
+}  // namespace kvikio::detail

@@ -41,6 +41,26 @@ std::future<std::size_t> parallel_io(Op op,
     done.set_value(0);
     return done.get_future();
   }
+  auto& pool = thread_pool != nullptr ? *thread_pool : defaults::thread_pool();
+  if (pieces.count() == 1) {
+    // One piece (every small request): one job and one promise, none of the gathering.
+    struct Single {
+      Op op;
+      TaskRange piece;
+      std::promise<std::size_t> promise;
+    };
+    auto single = std::make_shared<Single>(Single{std::move(op), pieces[0], {}});
+    auto future = single->promise.get_future();
+    if (fail_enqueue_at_for_testing.load() == 0) { throw std::bad_alloc(); }
+    pool.detach_task([single]() noexcept {
+      try {
+        single->promise.set_value(single->op(single->piece));
+      } catch (...) {
+        single->promise.set_exception(std::current_exception());
+      }
+    });
+    return future;
+  }
   // The last job to finish fulfils the promise, so the future is a real one: wait_for()
   // answers truthfully and no thread of the pool blocks waiting on its siblings.
   struct Gather {
@@ -78,7 +98,6 @@ std::future<std::size_t> parallel_io(Op op,
       if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
     }
   };
-  auto& pool             = thread_pool != nullptr ? *thread_pool : defaults::thread_pool();
   const std::size_t jobs = std::min<std::size_t>(pieces.count(), pool.get_thread_count());
   auto gather            = std::make_shared<Gather>(std::move(op), pieces, jobs);
   auto future            = gather->promise.get_future();

@@ -29,7 +29,7 @@ namespace {
 
 constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
 
-enum class Kind : std::uint8_t { MODE, FLAG, INTEGER, CODES };
+enum class Kind : std::uint8_t { MODE, FLAG, INTEGER, CODES, CHOICE };
 
 /// One setting: its names, its kind and range, and its default. `min`/`max` bound an
 /// INTEGER, and each code of a CODES list.
@@ -40,7 +40,8 @@ struct SettingSpec {
   SettingValue default_value;
   std::int64_t min{0};
   std::int64_t max{kMaxInt};
-  std::string_view unit{};  // "seconds": said in the error message
+  std::string_view unit{};                  // "seconds": said in the error message
+  std::vector<std::string_view> choices{};  // the words a CHOICE takes
 };
 
 // The order is the order of list() and names(); Id indexes it.
@@ -57,6 +58,7 @@ enum class Id : std::uint8_t {
   http_timeout,
   auto_direct_io_read_overread,
   remote_verbose,
+  batch_backend,
   count
 };
 
@@ -88,6 +90,15 @@ const std::array<SettingSpec, static_cast<std::size_t>(Id::count)>& specs()
      "seconds"},
     {"auto_direct_io_read_overread", "KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD", Kind::FLAG, false},
     {"remote_verbose", "KVIKIO_REMOTE_VERBOSE", Kind::FLAG, false},
+    // Batches of host IO (kvikio/batch_io.hpp): auto takes io_uring where it works.
+    {"batch_backend",
+     "KVIKIO_BATCH_BACKEND",
+     Kind::CHOICE,
+     std::string("auto"),
+     0,
+     kMaxInt,
+     {},
+     {"auto", "io_uring", "thread_pool"}},
   }};
   return s;
 }
@@ -151,6 +162,14 @@ std::string expected(const SettingSpec& s, bool from_env)
     case Kind::CODES:
       return "a non-empty list of HTTP status codes (" + std::to_string(s.min) + "-" +
              std::to_string(s.max) + ")";
+    case Kind::CHOICE: {
+      std::string out = "one of";
+      for (auto c : s.choices) {
+        out += ' ';
+        out += c;
+      }
+      return out;
+    }
     case Kind::INTEGER:
       break;
   }
@@ -226,6 +245,16 @@ std::optional<SettingValue> normalized(const SettingSpec& s, const SettingValue&
       }
       return value;
     }
+    case Kind::CHOICE:
+      if (const auto* text = std::get_if<std::string>(&value)) {
+        auto t = trimmed(*text);
+        std::transform(
+          t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+        for (auto c : s.choices) {
+          if (c == t) { return SettingValue{t}; }
+        }
+      }
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -243,6 +272,7 @@ std::optional<SettingValue> parse_text(const SettingSpec& s, const std::string& 
 {
   switch (s.kind) {
     case Kind::MODE:
+    case Kind::CHOICE:
       return SettingValue{text};
     case Kind::FLAG: {
       auto t = trimmed(text);

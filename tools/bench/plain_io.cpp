@@ -79,4 +79,51 @@ void plain_parallel_io(
   ::close(fd);
 }
 
+void plain_random_io(bool write,
+                     int fd,
+                     char* buf,
+                     const std::vector<std::size_t>& offsets,
+                     std::size_t io_size,
+                     unsigned threads)
+{
+  if (threads == 0) { throw std::invalid_argument("plain random loop: threads must be positive"); }
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> error{0};
+  auto worker = [&] {
+    while (error == 0) {
+      const std::size_t i = next.fetch_add(1);
+      if (i >= offsets.size()) { return; }
+      char* p = buf + i * io_size;
+      for (std::size_t done = 0; done < io_size;) {
+        const auto off  = static_cast<off_t>(offsets[i] + done);
+        const ssize_t n = write ? ::pwrite(fd, p + done, io_size - done, off)
+                                : ::pread(fd, p + done, io_size - done, off);
+        if (n <= 0) {
+          if (n < 0 && errno == EINTR) { continue; }
+          error = n < 0 ? errno : EIO;
+          return;
+        }
+        done += static_cast<std::size_t>(n);
+      }
+    }
+  };
+  if (threads == 1) {
+    worker();  // no thread start in the single-call limit
+  } else {
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    for (unsigned t = 0; t < threads; ++t) {
+      pool.emplace_back(worker);
+    }
+    for (auto& t : pool) {
+      t.join();
+    }
+  }
+  if (error != 0) {
+    throw GenericSystemError(error,
+                             std::string("plain random ") + (write ? "pwrite" : "pread") +
+                               " loop on fd " + std::to_string(fd) + " failed");
+  }
+}
+
 }  // namespace kvikio::bench

@@ -3,6 +3,7 @@
 // pread/pwrite loop over the same bytes, with no library code involved.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace kvikio::bench {
 
@@ -29,5 +30,17 @@ void plain_parallel_io(bool write, int fd, char* buf, const PlainIoShape& shape)
 /// (O_DIRECT or 0) and closed afterwards. Errors name the path.
 void plain_parallel_io(
   bool write, const std::string& path, int open_flags, char* buf, const PlainIoShape& shape);
+
+/// The limit of small random IO: request i moves `io_size` bytes between `fd` at
+/// `offsets[i]` and `buf + i * io_size`, one pread/pwrite each (short transfers and EINTR
+/// retried), issued by `threads` std::threads taking requests off a shared counter; with one
+/// thread, by the calling thread. Blocking. Throws like plain_parallel_io (EIO for an end of
+/// file).
+void plain_random_io(bool write,
+                     int fd,
+                     char* buf,
+                     const std::vector<std::size_t>& offsets,
+                     std::size_t io_size,
+                     unsigned threads);
 
 }  // namespace kvikio::bench
