@@ -297,3 +297,20 @@ TEST(Settings, OverreadAndRemoteVerboseFlags)
   defaults::set("auto_direct_io_read_overread", false);
   EXPECT_FALSE(defaults::auto_direct_io_read_overread());
 }
+
+TEST(Settings, BatchBackendHasATypedGetterAndSetter)
+{
+  const std::string before = kvikio::defaults::batch_backend();
+  EXPECT_EQ(std::get<std::string>(kvikio::defaults::get("batch_backend")), before);
+  kvikio::defaults::set_batch_backend("thread_pool");
+  EXPECT_EQ(kvikio::defaults::batch_backend(), "thread_pool");
+  try {
+    kvikio::defaults::set_batch_backend("uring");
+    FAIL() << "a backend that does not exist was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("uring"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(kvikio::defaults::batch_backend(), "thread_pool");
+  kvikio::defaults::set_batch_backend(before);
+  EXPECT_EQ(kvikio::defaults::batch_backend(), before);
+}

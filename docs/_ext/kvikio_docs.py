@@ -107,6 +107,11 @@ def parse_settings_table(path: pathlib.Path = SETTINGS_CPP) -> list[dict[str, An
             row["default"] = default.split("::")[-1]
         elif kind == "FLAG":
             row["default"] = {"true": True, "false": False}[default]
+        elif kind == "CHOICE":
+            text = re.fullmatch(r'(?:std::string\()?"([^"]*)"\)?', default)
+            row["default"] = text.group(1) if text else None
+            if len(fields) > 7:
+                row["choices"] = re.findall(r'"([^"]*)"', fields[7])
         elif kind == "CODES":
             inner = re.fullmatch(r"\w*\{(.*)\}", default, re.S)
             row["default"] = [int(x) for x in inner.group(1).split(",")] if inner else None
@@ -114,7 +119,8 @@ def parse_settings_table(path: pathlib.Path = SETTINGS_CPP) -> list[dict[str, An
             row["default"] = _cpp_int(default)
         row["min"] = _cpp_int(fields[4]) if len(fields) > 4 else 0
         row["max"] = _cpp_int(fields[5]) if len(fields) > 5 else None
-        row["unit"] = fields[6].strip('"') if len(fields) > 6 else ""
+        unit = fields[6].strip() if len(fields) > 6 else ""
+        row["unit"] = "" if unit in ("", "{}") else unit.strip('"')
         if row["default"] is None:
             raise ExtensionError(f"{path}: cannot read the default of {row['name']}: {default}")
         rows.append(row)
@@ -194,6 +200,8 @@ def accepted(row: dict[str, Any]) -> str:
         return "environment: true/false, on/off, yes/no, 1/0; Python: True/False"
     if kind == "CODES":
         return f"comma-separated HTTP status codes, {row['min']}-{row['max']}"
+    if kind == "CHOICE":
+        return ", ".join(row.get("choices", [])) + " (any case)"
     low = row["min"]
     text = f"integer >= {low}"
     if row["max"] is not None:
@@ -224,8 +232,9 @@ def check_against_package(rows: list[dict[str, Any]]) -> None:
         )
     for name, value in live.items():
         want = parsed[name]
-        if isinstance(value, str):
-            value = value.upper()
+        if isinstance(value, str) and isinstance(want, str):
+            # compat_mode reads back as an enum name (AUTO); the words of a CHOICE as written.
+            value, want = value.upper(), want.upper()
         if value != want:
             raise ExtensionError(
                 f"default of {name}: {want!r} in {SETTINGS_CPP.name}, {value!r} from kvikio.defaults"

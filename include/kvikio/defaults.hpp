@@ -175,6 +175,10 @@ class KVIKIO_EXPORT defaults {
   /// exchange to stderr (CURLOPT_VERBOSE). Credentials appear in it: for debugging only.
   static bool remote_verbose();
   static void set_remote_verbose(bool flag);
+  /// KVIKIO_BATCH_BACKEND (default auto): how batches of host IO run (pread_batch,
+  /// pwrite_batch): "io_uring", "thread_pool", or "auto" (io_uring where the kernel allows it).
+  static std::string batch_backend();
+  static void set_batch_backend(const std::string& backend);
 
   /// Every setting with its current value and source, in a fixed order.
   static std::vector<SettingInfo> list();

@@ -411,7 +411,8 @@ template <typename T>
 T typed(Id id)
 {
   auto v = value_of(id);
-  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, CompatMode>) {
+  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, CompatMode> ||
+                std::is_same_v<T, std::string>) {
     return std::get<T>(v);
   } else {
     return static_cast<T>(std::get<std::int64_t>(v));
@@ -582,5 +583,11 @@ void defaults::set_http_timeout(long seconds)
 
 bool defaults::remote_verbose() { return typed<bool>(Id::remote_verbose); }
 void defaults::set_remote_verbose(bool flag) { assign(Id::remote_verbose, flag); }
+
+std::string defaults::batch_backend() { return typed<std::string>(Id::batch_backend); }
+void defaults::set_batch_backend(const std::string& backend)
+{
+  assign(Id::batch_backend, SettingValue{backend});
+}
 
 }  // namespace kvikio
