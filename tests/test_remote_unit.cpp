@@ -34,6 +34,23 @@ std::string invalid_argument_message(F&& f)
 }
 }  // namespace
 
+// Found by fuzz_s3_url: without credentials an s3:// URL the public endpoint cannot take was
+// inferred as S3_PUBLIC, whose is_url_valid refused it. It stays S3.
+TEST(RemoteUrl, InferredTypeAlwaysAcceptsTheUrl)
+{
+  ScopedEnv k("AWS_ACCESS_KEY_ID", std::nullopt), s("AWS_SECRET_ACCESS_KEY", std::nullopt);
+  for (const std::optional<std::string>& region : {std::optional<std::string>{}, {"us-east-1"}}) {
+    ScopedEnv r1("AWS_DEFAULT_REGION", region), r2("AWS_REGION", region);
+    for (const std::string url : {"s3://:/re=.", "s3://bucket/key"}) {
+      const auto type  = infer_remote_endpoint_type(url);
+      const bool valid = type == RemoteEndpointType::S3_PUBLIC
+                           ? kvikio::S3PublicEndpoint::is_url_valid(url)
+                           : kvikio::S3Endpoint::is_url_valid(url);
+      EXPECT_TRUE(valid) << url << " inferred as " << kvikio::to_string(type);
+    }
+  }
+}
+
 TEST(RemoteUrl, InferRemoteEndpointType)
 {
   ScopedEnv k("AWS_ACCESS_KEY_ID", "key"), s("AWS_SECRET_ACCESS_KEY", "secret"),
