@@ -34,8 +34,8 @@ std::string invalid_argument_message(F&& f)
 }
 }  // namespace
 
-// Found by fuzz_s3_url: without credentials an s3:// URL the public endpoint cannot take was
-// inferred as S3_PUBLIC, whose is_url_valid refused it. It stays S3.
+// What fuzz_s3_url checks, for the inputs it reported after S3_PUBLIC inference landed: the
+// inferred type's own is_url_valid accepts the URL, with and without a region.
 TEST(RemoteUrl, InferredTypeAlwaysAcceptsTheUrl)
 {
   ScopedEnv k("AWS_ACCESS_KEY_ID", std::nullopt), s("AWS_SECRET_ACCESS_KEY", std::nullopt);

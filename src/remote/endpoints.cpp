@@ -454,10 +454,7 @@ RemoteEndpointType infer_remote_endpoint_type(const std::string& url)
     // sent; RemoteHandle::open falls back from S3 to S3_PUBLIC when signing fails.
     const bool has_credentials = detail::getenv_nonempty("AWS_ACCESS_KEY_ID").has_value() &&
                                  detail::getenv_nonempty("AWS_SECRET_ACCESS_KEY").has_value();
-    // A URL the public endpoint cannot take (found by fuzz_s3_url: "s3://:/re=.") stays S3,
-    // so the inferred type's own is_url_valid always accepts the URL.
-    if (has_credentials || !S3PublicEndpoint::is_url_valid(url)) { return RemoteEndpointType::S3; }
-    return RemoteEndpointType::S3_PUBLIC;
+    return has_credentials ? RemoteEndpointType::S3 : RemoteEndpointType::S3_PUBLIC;
   }
   if (S3EndpointWithPresignedUrl::is_url_valid(url)) {
     return RemoteEndpointType::S3_PRESIGNED_URL;

@@ -2,6 +2,7 @@
 // URLs built from them, endpoint inference, and credentials kept out of messages.
 #include <cstdint>
 #include <cstdlib>
+#include <cctype>
 #include <string>
 
 #include <kvikio/hdfs.hpp>
@@ -28,7 +29,12 @@ void check_parse_s3_url(const std::string& url)
   const auto& [bucket, object] = *r;
   KVIKIO_FUZZ_CHECK(!bucket.empty() && bucket.find('/') == std::string::npos && !object.empty(),
                     "parse_s3_url(" + show(url) + ") = " + show(bucket) + ", " + show(object));
-  KVIKIO_FUZZ_CHECK("s3://" + bucket + "/" + object == url,
+  // The scheme matches in any case (S3:// as upstream); the rest is kept byte for byte.
+  std::string scheme = url.substr(0, 5);
+  for (auto& c : scheme) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  KVIKIO_FUZZ_CHECK(scheme == "s3://" && bucket + "/" + object == url.substr(5),
                     "parse_s3_url(" + show(url) + ") = " + show(bucket) + ", " + show(object) +
                       " does not rebuild the URL");
 }
@@ -109,6 +115,9 @@ void check_infer(const std::string& url)
   switch (*type) {
     case kvikio::RemoteEndpointType::S3:
       valid = S3Endpoint::is_url_valid(url);
+      break;
+    case kvikio::RemoteEndpointType::S3_PUBLIC:  // inferred for s3:// without credentials
+      valid = kvikio::S3PublicEndpoint::is_url_valid(url);
       break;
     case kvikio::RemoteEndpointType::S3_PRESIGNED_URL:
       valid = kvikio::S3EndpointWithPresignedUrl::is_url_valid(url);
