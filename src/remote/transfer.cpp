@@ -503,6 +503,23 @@ std::size_t on_meta_body(char* data, std::size_t size, std::size_t n, void* user
   return len;
 }
 
+/// Performs `curl` with the response headers captured into `headers` and the (capped) body
+/// into `body`: the attempt carries libcurl's result, the HTTP status and the error text.
+Attempt perform_capturing(CurlHandle& curl,
+                          HeaderState& headers,
+                          MetaBody& body,
+                          const char* errbuf)
+{
+  curl.setopt(CURLOPT_HEADERFUNCTION, on_header);
+  curl.setopt(CURLOPT_HEADERDATA, &headers);
+  curl.setopt(CURLOPT_WRITEFUNCTION, on_meta_body);
+  curl.setopt(CURLOPT_WRITEDATA, &body);
+  Attempt a;
+  a.rc = curl.perform();
+  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
+  a.curl_error = errbuf;
+  return a;
+}
 }  // namespace
 
 Response fetch_meta(RemoteEndpoint& endpoint,
@@ -528,14 +545,7 @@ Response fetch_meta(RemoteEndpoint& endpoint,
       if (kind == MetaKind::first_byte) { curl.setopt(CURLOPT_RANGE, "0-0"); }
       HeaderState headers;
       MetaBody body;
-      curl.setopt(CURLOPT_HEADERFUNCTION, on_header);
-      curl.setopt(CURLOPT_HEADERDATA, &headers);
-      curl.setopt(CURLOPT_WRITEFUNCTION, on_meta_body);
-      curl.setopt(CURLOPT_WRITEDATA, &body);
-      Attempt a;
-      a.rc = curl.perform();
-      curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
-      a.curl_error = errbuf;
+      Attempt a = perform_capturing(curl, headers, body, errbuf);
       if (body.over_cap) {
         if (a.status >= 200 && a.status < 300) {
           auto url        = redact_url(endpoint.url());
@@ -694,14 +704,7 @@ Response send_request(RemoteEndpoint& endpoint, const SendRequest& request)
       }
       HeaderState headers;
       MetaBody body;
-      curl.setopt(CURLOPT_HEADERFUNCTION, on_header);
-      curl.setopt(CURLOPT_HEADERDATA, &headers);
-      curl.setopt(CURLOPT_WRITEFUNCTION, on_meta_body);
-      curl.setopt(CURLOPT_WRITEDATA, &body);
-      Attempt a;
-      a.rc = curl.perform();
-      curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
-      a.curl_error = errbuf;
+      Attempt a = perform_capturing(curl, headers, body, errbuf);
       if (body.over_cap) { a.rc = CURLE_OK; }
       if (a.rc != CURLE_OK) { return a; }
       char* location = nullptr;
