@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pathlib
@@ -538,15 +539,138 @@ def check_public_names(app: Sphinx, env: Any) -> None:
         logger.warning("public names missing from the API reference: %s", ", ".join(missing))
 
 
+# Methods whose contract is another library's interface (zarr's Store): documented there.
+SECTIONS_EXEMPT = ("kvikio.zarr.GDSStore.",)
+
+
+def _signature_params(obj: Any) -> tuple[list[str], Any] | None:
+    """The documentable parameters of a callable (no self/cls, no ``*``/``**`` catch-alls
+    named args/kwargs/exc) and its return annotation; None when it has no readable
+    signature."""
+    import inspect
+
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    names = []
+    for i, p in enumerate(sig.parameters.values()):
+        if i == 0 and p.name in ("self", "cls"):
+            continue
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name in ("args", "kwargs", "exc"):
+            continue
+        names.append(p.name)
+    return names, sig.return_annotation
+
+
+def _returns_value(obj: Any, annotation: Any) -> bool:
+    """Whether a callable returns something: from its annotation, else from its source."""
+    import inspect
+
+    if annotation is not inspect.Signature.empty:
+        return annotation not in (None, "None", type(None), "NoReturn")
+    tree = _function_ast(obj)
+    if tree is None:
+        return False
+    return any(isinstance(n, ast.Return) and n.value is not None and
+               not (isinstance(n.value, ast.Constant) and n.value.value is None)
+               for n in _own_nodes(tree))
+
+
+def _function_ast(obj: Any) -> Any:
+    import inspect
+    import textwrap
+
+    func = inspect.unwrap(getattr(obj, "__func__", obj))
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError):
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    node = tree.body[0] if tree.body else None
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _own_nodes(func: Any) -> list[Any]:
+    """The nodes of a function's body, not those of functions or classes nested in it."""
+    out, stack = [], list(func.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        out.append(n)
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _raises_directly(obj: Any) -> bool:
+    """Whether a Python function has a ``raise X`` of its own (a bare re-raise excluded)."""
+    tree = _function_ast(obj)
+    return tree is not None and any(isinstance(n, ast.Raise) and n.exc is not None
+                                    for n in _own_nodes(tree))
+
+
+def missing_sections(what: str, name: str, obj: Any, lines: list[str]) -> list[str]:
+    """What the docstring of a public function, method or class (its constructor's
+    parameters) lacks, read from the lines after napoleon turned its sections into fields:
+    a ``:param x:`` for each parameter, ``:returns:`` when it returns a value, ``:raises:``
+    when its own code raises."""
+    if what not in ("function", "method", "class", "exception") or name.startswith(SECTIONS_EXEMPT):
+        return []
+    short = name.rsplit(".", 1)[-1]
+    if short.startswith("_") or getattr(obj, "__name__", short) != short:
+        return []  # private, or an alias documented where it is defined
+    text = "\n".join(lines)
+    documented = set(re.findall(r"^\s*:param\s+(?:[^:]*\s)?\*{0,2}(\w+)\s*:", text, re.M))
+    documented |= set(re.findall(r"^\s*:(?:keyword|kwarg)\s+(\w+)\s*:", text, re.M))
+    target = obj
+    if what in ("class", "exception"):
+        init = obj.__dict__.get("__init__") if isinstance(obj, type) else None
+        if init is None or not hasattr(init, "__code__") or \
+                not init.__qualname__.startswith(obj.__qualname__ + "."):
+            return []  # a native or inherited constructor: its parameters are its base's
+        target = init
+    info = _signature_params(target)
+    if info is None:
+        return []
+    params, annotation = info
+    problems = []
+    undocumented = [p for p in params if p not in documented]
+    if undocumented:
+        problems.append("no Parameters entry for " + ", ".join(undocumented))
+    if what in ("function", "method"):
+        if _returns_value(target, annotation) and not re.search(r"^\s*:returns?:", text, re.M):
+            problems.append("no Returns section")
+    if _raises_directly(target) and not re.search(r"^\s*:raises\b", text, re.M):
+        problems.append("no Raises section (its code raises)")
+    return problems
+
+
 def require_docstring(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
-    """A public class, function, method or property without a docstring fails the build."""
+    """A public class, function, method or property without a docstring fails the build, and
+    so does a function, method or class whose docstring lacks the sections it needs."""
     if what in ("class", "exception", "function", "method", "property", "module") and \
             not any(line.strip() for line in lines):
         logger.warning("%s %s has no docstring", what, name)
+        return
+    problems = missing_sections(what, name, obj, lines)
+    if problems:
+        where = ""
+        try:
+            import inspect
+
+            where = f" ({inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]})"
+        except (OSError, TypeError):
+            pass
+        logger.warning("%s %s docstring: %s%s", what, name, "; ".join(problems), where)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("autodoc-process-docstring", require_docstring)
+    # After napoleon (priority 500) has turned Parameters/Returns/Raises into fields.
+    app.connect("autodoc-process-docstring", require_docstring, priority=900)
     app.add_directive("kvikio-settings-table", SettingsTable)
     app.add_directive("kvikio-benchmarks", Benchmarks)
     app.connect("missing-reference", resolve_alias)

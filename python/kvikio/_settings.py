@@ -11,7 +11,17 @@ class SettingsContext:
     """The result of ``set(...)``: the values are already applied when it is created.
 
     Used as a plain call, the values stay. Used as a context manager, the previous values are
-    restored on exit (in reverse order), whether or not the block raised.
+    restored on exit (in reverse order), whether or not the block raised. Made by
+    :func:`kvikio.defaults.set` and :func:`kvikio.cufile_driver.set`, not directly.
+
+    Args:
+        updates: The names and new values.
+        getter: Reads a value (to restore it later).
+        setter: Sets a value.
+
+    Raises:
+        KeyError: An unknown name (before anything changes).
+        ValueError: A value the setter refused; the values set before it are put back.
     """
 
     def __init__(

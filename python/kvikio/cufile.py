@@ -38,15 +38,27 @@ raises the IO's error). It holds the buffer until dropped."""
 class CuFile:
     """A local file opened for IO between storage and host or device memory.
 
-    ``flags``: ``"r"`` read, ``"w"`` create/truncate and write, ``"a"`` create and append,
-    with ``"+"`` for reading and writing (``"r+"``, ``"w+"``, ``"a+"``). A missing file
-    raises ``FileNotFoundError``, bad flags ``ValueError``.
-
     Buffers may be NumPy arrays or anything with the buffer protocol, CuPy/Numba arrays
     (``__cuda_array_interface__``) or DLPack tensors (PyTorch). ``size`` defaults to the
-    whole buffer and must fit in it; offsets and sizes must not be negative
-    (``OverflowError``). Reading past the end of the file raises ``RuntimeError``. The
-    ``raw_*`` methods take device memory only.
+    whole buffer and must fit in it; offsets and sizes must not be negative. The ``raw_*``
+    methods take device memory only.
+
+    Args:
+        file: Path of the file.
+        flags: ``"r"`` read, ``"w"`` create/truncate and write, ``"a"`` create and append,
+            with ``"+"`` for reading and writing (``"r+"``, ``"w+"``, ``"a+"``).
+
+    Raises:
+        FileNotFoundError: The file does not exist (opened for reading). Other failures of
+            ``open(2)`` raise the matching ``OSError`` subclass; each is also a
+            ``RuntimeError`` (:class:`kvikio.errors.KvikioOSError`).
+        ValueError: ``flags`` is not one of the modes above.
+
+    IO errors common to the methods: ``OverflowError`` for a negative offset or size,
+    ``ValueError`` for a size larger than the buffer, for IO a mode does not allow or on a
+    closed file (:class:`kvikio.errors.ClosedFileError`), ``RuntimeError`` for a read past the
+    end of the file (:class:`kvikio.errors.EndOfFileError`), ``OSError`` for a failed system
+    call.
     """
 
     def __init__(self, file: PathLike, flags: str = "r") -> None:
@@ -56,16 +68,20 @@ class CuFile:
     def close(self) -> None:
         """Close the file (idempotent). IO already queued still completes.
 
-        Raises ``OSError`` when the operating system reports an error on close (for example
-        a write-back error on NFS), as :meth:`io.FileIO.close` does; the file is closed
-        either way. Errors of a close deferred by queued IO cannot be reported.
+        Errors of a close deferred by queued IO cannot be reported.
+
+        Raises:
+            OSError: The operating system reported an error on close (for example a write-back
+                error on NFS), as :meth:`io.FileIO.close` does; the file is closed either way.
         """
         self._handle.close()
 
     def fsync(self) -> None:
         """Wait until the file's data and metadata are on stable storage (``fsync(2)``).
 
-        ``OSError`` on failure, ``ValueError`` on a closed file.
+        Raises:
+            OSError: ``fsync(2)`` failed.
+            ValueError: The file is closed.
         """
         self._handle.fsync()
 
@@ -75,15 +91,36 @@ class CuFile:
         return self._handle.closed
 
     def fileno(self) -> int:
-        """The file descriptor. ``ValueError`` on a closed file."""
+        """The file descriptor.
+
+        Returns:
+            The POSIX file descriptor of the open file.
+
+        Raises:
+            ValueError: The file is closed.
+        """
         return self._handle.fileno()
 
     def open_flags(self) -> int:
-        """The ``open(2)`` flags of the file descriptor."""
+        """The ``open(2)`` flags of the file descriptor.
+
+        Returns:
+            The flags (``O_RDONLY``, ``O_DIRECT``, ...) as ``fcntl(F_GETFL)`` reports them.
+
+        Raises:
+            ValueError: The file is closed.
+        """
         return self._handle.open_flags()
 
     def nbytes(self) -> int:
-        """The current size of the file in bytes."""
+        """The current size of the file in bytes.
+
+        Returns:
+            The size, read from the file system now (it follows writes).
+
+        Raises:
+            ValueError: The file is closed.
+        """
         return self._handle.nbytes()
 
     def __enter__(self) -> "CuFile":
@@ -106,8 +143,24 @@ class CuFile:
     ) -> IOFuture:
         """Read ``size`` bytes at ``file_offset`` into ``buf`` in parallel; non-blocking.
 
-        The request is split into ``task_size`` pieces (default: the ``task_size``
-        setting) run on the shared thread pool. Keep ``buf`` unchanged until ``get()``."""
+        The request is split into ``task_size`` pieces run on the shared thread pool. Keep
+        ``buf`` unchanged until ``get()``.
+
+        Args:
+            buf: Host or device buffer to read into.
+            size: Bytes to read; None reads ``buf``'s size.
+            file_offset: Byte offset in the file to read from.
+            task_size: Bytes per parallel task; None uses the ``task_size`` setting.
+
+        Returns:
+            A future whose ``get()`` returns the bytes read.
+
+        Raises:
+            OverflowError: ``size``, ``file_offset`` or ``task_size`` is negative.
+            ValueError: ``size`` exceeds ``buf``, the file is closed or not open for reading.
+            RuntimeError: From ``get()``: the read runs past the end of the file, or a task's
+                system call failed (an ``OSError`` too).
+        """
         return self._handle.pread(buf, size, file_offset, task_size)
 
     def pwrite(
@@ -119,21 +172,60 @@ class CuFile:
     ) -> IOFuture:
         """Write ``size`` bytes of ``buf`` at ``file_offset`` in parallel; non-blocking.
 
-        ``file_offset=None`` writes at 0, or at the end of the file when opened with ``"a"``."""
+        Args:
+            buf: Host or device buffer to write from.
+            size: Bytes to write; None writes all of ``buf``.
+            file_offset: Byte offset in the file; None writes at 0, or at the end of the file
+                when opened with ``"a"``.
+            task_size: Bytes per parallel task; None uses the ``task_size`` setting.
+
+        Returns:
+            A future whose ``get()`` returns the bytes written.
+
+        Raises:
+            OverflowError: ``size``, ``file_offset`` or ``task_size`` is negative.
+            ValueError: ``size`` exceeds ``buf``, the file is closed or not open for writing.
+            OSError: From ``get()``: a task's system call failed (also a ``RuntimeError``).
+        """
         return self._handle.pwrite(buf, size, file_offset, task_size)
 
     def pread_batch(self, requests: Iterable[tuple]) -> IOFuture:
-        """Read many ``(buf, size, file_offset)`` requests of this file in one call;
-        non-blocking. ``size`` None reads the whole buffer. Every request is checked before
-        any IO; ``get()`` returns the total bytes read (a read reaching the end of the file
-        stops there: a short count, not an error) or raises the first failed request's error
-        once every request finished. Host buffers use io_uring or the thread pool (the
-        ``batch_backend`` setting), device buffers the usual device path."""
+        """Read many requests of this file in one call; non-blocking.
+
+        Every request is checked before any IO. A read reaching the end of the file stops there
+        (a short count, not an error). Host buffers use io_uring or the thread pool (the
+        ``batch_backend`` setting), device buffers the usual device path.
+
+        Args:
+            requests: ``(buf, size, file_offset)`` tuples; ``size`` None reads the whole buffer.
+
+        Returns:
+            A future whose ``get()`` returns the total bytes read, or raises the first failed
+            request's error once every request finished.
+
+        Raises:
+            TypeError: A request is not a ``(buf, size, file_offset)`` tuple.
+            OverflowError: A size or offset is negative.
+            ValueError: A size exceeds its buffer, or the file is closed or not readable.
+        """
         return self._handle.pread_batch(requests)
 
     def pwrite_batch(self, requests: Iterable[tuple]) -> IOFuture:
-        """Write many ``(buf, size, file_offset)`` requests to this file in one call; see
-        :meth:`pread_batch`. ``file_offset`` defaults to 0."""
+        """Write many requests to this file in one call; non-blocking. See :meth:`pread_batch`.
+
+        Args:
+            requests: ``(buf, size, file_offset)`` tuples; ``size`` None writes the whole buffer,
+                ``file_offset`` defaults to 0.
+
+        Returns:
+            A future whose ``get()`` returns the total bytes written, or raises the first failed
+            request's error once every request finished.
+
+        Raises:
+            TypeError: A request is not a ``(buf, size, file_offset)`` tuple.
+            OverflowError: A size or offset is negative.
+            ValueError: A size exceeds its buffer, or the file is closed or not writable.
+        """
         return self._handle.pwrite_batch(requests)
 
     def read(
@@ -143,7 +235,23 @@ class CuFile:
         file_offset: int = 0,
         task_size: Optional[int] = None,
     ) -> int:
-        """Like :meth:`pread` but blocking; returns the bytes read."""
+        """Like :meth:`pread` but blocking.
+
+        Args:
+            buf: Host or device buffer to read into.
+            size: Bytes to read; None reads ``buf``'s size.
+            file_offset: Byte offset in the file to read from.
+            task_size: Bytes per parallel task; None uses the ``task_size`` setting.
+
+        Returns:
+            The bytes read.
+
+        Raises:
+            OverflowError: ``size``, ``file_offset`` or ``task_size`` is negative.
+            ValueError: ``size`` exceeds ``buf``, the file is closed or not open for reading.
+            RuntimeError: The read runs past the end of the file, or a system call failed (an
+                ``OSError`` too).
+        """
         return self._handle.read(buf, size, file_offset, task_size)
 
     def write(
@@ -153,11 +261,31 @@ class CuFile:
         file_offset: Optional[int] = None,
         task_size: Optional[int] = None,
     ) -> int:
-        """Like :meth:`pwrite` but blocking; returns the bytes written."""
+        """Like :meth:`pwrite` but blocking.
+
+        Args:
+            buf: Host or device buffer to write from.
+            size: Bytes to write; None writes all of ``buf``.
+            file_offset: Byte offset in the file; None writes at 0, or at the end of the file
+                when opened with ``"a"``.
+            task_size: Bytes per parallel task; None uses the ``task_size`` setting.
+
+        Returns:
+            The bytes written.
+
+        Raises:
+            OverflowError: ``size``, ``file_offset`` or ``task_size`` is negative.
+            ValueError: ``size`` exceeds ``buf``, the file is closed or not open for writing.
+            OSError: A system call failed (also a ``RuntimeError``).
+        """
         return self._handle.write(buf, size, file_offset, task_size)
 
     def is_direct_io_supported(self) -> bool:
-        """Whether this file's descriptor was opened with ``O_DIRECT`` (Direct IO usable)."""
+        """Whether this file's descriptor was opened with ``O_DIRECT``.
+
+        Returns:
+            True when Direct IO is usable on this file.
+        """
         return self._handle.is_direct_io_supported()
 
     # -- single-call IO on device memory --------------------------------------------------
@@ -170,8 +298,23 @@ class CuFile:
         file_offset: int = 0,
         dev_offset: int = 0,
     ) -> int:
-        """Read with one call on this thread (no task splitting) into device buffer ``buf``
-        at byte ``dev_offset``; blocking. Host buffers raise ``ValueError``."""
+        """Read with one call on this thread (no task splitting) into device memory; blocking.
+
+        Args:
+            buf: Device buffer to read into.
+            size: Bytes to read; None reads ``buf``'s size less ``dev_offset``.
+            file_offset: Byte offset in the file to read from.
+            dev_offset: Byte offset in ``buf`` to read to.
+
+        Returns:
+            The bytes read.
+
+        Raises:
+            ValueError: ``buf`` is host memory, ``size`` exceeds it, or the file is closed or
+                not open for reading.
+            OverflowError: An offset or ``size`` is negative.
+            RuntimeError: The read runs past the end of the file, or the IO failed.
+        """
         return self._handle.raw_read(buf, size, file_offset, dev_offset)
 
     def raw_write(
@@ -181,8 +324,23 @@ class CuFile:
         file_offset: Optional[int] = None,
         dev_offset: int = 0,
     ) -> int:
-        """Write with one call on this thread from device buffer ``buf`` at byte
-        ``dev_offset``; blocking. Host buffers raise ``ValueError``."""
+        """Write with one call on this thread (no task splitting) from device memory; blocking.
+
+        Args:
+            buf: Device buffer to write from.
+            size: Bytes to write; None writes ``buf``'s size less ``dev_offset``.
+            file_offset: Byte offset in the file; None as in :meth:`pwrite`.
+            dev_offset: Byte offset in ``buf`` to write from.
+
+        Returns:
+            The bytes written.
+
+        Raises:
+            ValueError: ``buf`` is host memory, ``size`` exceeds it, or the file is closed or
+                not open for writing.
+            OverflowError: An offset or ``size`` is negative.
+            RuntimeError: The IO failed.
+        """
         return self._handle.raw_write(buf, size, file_offset, dev_offset)
 
     def raw_read_async(
@@ -193,12 +351,29 @@ class CuFile:
         file_offset: int = 0,
         dev_offset: int = 0,
     ) -> IOFutureStream:
-        """Read into device buffer ``buf`` ordered on CUDA stream ``raw_stream`` (its handle,
-        as upstream, or a CuPy/Numba/PyTorch stream).
+        """Read into device memory ordered on a CUDA stream.
 
         The read runs after the work queued on the stream before it, and work queued after
-        it sees the data. Call ``check_bytes_done()`` on the result to wait for it and get
-        the bytes read. Host buffers raise ``ValueError``."""
+        it sees the data.
+
+        Args:
+            buf: Device buffer to read into.
+            raw_stream: The CUDA stream: its handle (an int, as upstream) or a CuPy, Numba or
+                PyTorch stream object.
+            size: Bytes to read; None reads ``buf``'s size less ``dev_offset``.
+            file_offset: Byte offset in the file to read from.
+            dev_offset: Byte offset in ``buf`` to read to.
+
+        Returns:
+            A future whose ``check_bytes_done()`` waits for the stream to reach the read and
+            returns the bytes read (or raises the read's error).
+
+        Raises:
+            ValueError: ``buf`` is host memory, ``size`` exceeds it, or the file is closed or
+                not open for reading.
+            TypeError: ``raw_stream`` is neither a stream nor a handle.
+            OverflowError: An offset or ``size`` is negative.
+        """
         return self._handle.raw_read_async(
             buf, stream_handle(raw_stream), size, file_offset, dev_offset
         )
@@ -211,8 +386,25 @@ class CuFile:
         file_offset: int = 0,
         dev_offset: int = 0,
     ) -> IOFutureStream:
-        """Write from device buffer ``buf`` ordered on CUDA stream ``raw_stream``; see
-        :meth:`raw_read_async`."""
+        """Write from device memory ordered on a CUDA stream; see :meth:`raw_read_async`.
+
+        Args:
+            buf: Device buffer to write from.
+            raw_stream: The CUDA stream: its handle or a CuPy, Numba or PyTorch stream object.
+            size: Bytes to write; None writes ``buf``'s size less ``dev_offset``.
+            file_offset: Byte offset in the file to write at.
+            dev_offset: Byte offset in ``buf`` to write from.
+
+        Returns:
+            A future whose ``check_bytes_done()`` waits for the stream to reach the write and
+            returns the bytes written (or raises the write's error).
+
+        Raises:
+            ValueError: ``buf`` is host memory, ``size`` exceeds it, or the file is closed or
+                not open for writing.
+            TypeError: ``raw_stream`` is neither a stream nor a handle.
+            OverflowError: An offset or ``size`` is negative.
+        """
         return self._handle.raw_write_async(
             buf, stream_handle(raw_stream), size, file_offset, dev_offset
         )
@@ -237,27 +429,60 @@ def _range(offset: int, length: int) -> tuple[int, int]:
 
 
 def get_page_cache_info(file: Any, offset: int = 0, length: int = 0) -> tuple[int, int]:
-    """(pages of ``file`` in the page cache, pages of ``file``) over the byte range
-    ``[offset, offset + length)``; ``length=0`` means to the end. The range is clamped to the
-    file and counted in whole pages (partial pages at either end included); an ``offset`` at
-    or past the end gives ``(0, 0)``. ``file`` is a path, a file descriptor or an object with
-    ``fileno()``."""
+    """Count the pages of a file range that are in the page cache.
+
+    The range is clamped to the file and counted in whole pages (partial pages at either
+    end included); an ``offset`` at or past the end gives ``(0, 0)``.
+
+    Args:
+        file: A path, a file descriptor or an object with ``fileno()``.
+        offset: First byte of the range.
+        length: Bytes in the range; 0 means to the end of the file.
+
+    Returns:
+        ``(pages in the page cache, pages)`` of the range.
+
+    Raises:
+        TypeError: ``offset`` or ``length`` is not an integer.
+        OverflowError: ``offset`` or ``length`` is negative.
+        OSError: The file cannot be opened or mapped.
+    """
     return _lib.get_page_cache_info(_file_arg(file), *_range(offset, length))
 
 
 def drop_file_page_cache(
     file: Any, offset: int = 0, length: int = 0, sync_first: bool = True
 ) -> None:
-    """Evict the clean pages of ``file`` wholly inside ``[offset, offset + length)``
-    (``length=0``: to the end) from the page cache, writing dirty ones back first when
-    ``sync_first``. Needs no privileges."""
+    """Evict a file range's clean pages from the page cache. Needs no privileges.
+
+    Only pages wholly inside ``[offset, offset + length)`` are evicted.
+
+    Args:
+        file: A path, a file descriptor or an object with ``fileno()``.
+        offset: First byte of the range.
+        length: Bytes in the range; 0 means to the end of the file.
+        sync_first: Write dirty pages back first, so that they can be evicted too.
+
+    Raises:
+        TypeError: ``offset`` or ``length`` is not an integer.
+        OverflowError: ``offset`` or ``length`` is negative.
+        OSError: The file cannot be opened, synced or advised.
+    """
     _lib.drop_file_page_cache(_file_arg(file), *_range(offset, length), sync_first)
 
 
 def drop_system_page_cache(reclaim_dentries_and_inodes: bool = True, sync_first: bool = True) -> bool:
-    """Drop the whole system's page cache (``vm.drop_caches`` 3, or 1 without
-    ``reclaim_dentries_and_inodes``). Returns whether it was dropped: False when the process
-    may not (it needs root; no ``sudo`` is tried)."""
+    """Drop the whole system's page cache (``vm.drop_caches``).
+
+    Args:
+        reclaim_dentries_and_inodes: Write 3 (pages, dentries and inodes) rather than 1
+            (pages only).
+        sync_first: Call ``sync()`` first so that dirty pages can be dropped too.
+
+    Returns:
+        Whether it was dropped; False when the process may not (it needs root; no ``sudo``
+        is tried).
+    """
     try:
         _lib.drop_system_page_cache(reclaim_dentries_and_inodes, sync_first)
     except OSError:
@@ -267,17 +492,51 @@ def drop_system_page_cache(reclaim_dentries_and_inodes: bool = True, sync_first:
 
 @kvikio_deprecation_notice("Use :func:`drop_system_page_cache` instead.", since="26.04")
 def clear_page_cache(reclaim_dentries_and_inodes: bool = True, clear_dirty_pages: bool = True) -> bool:
-    """Deprecated: use :func:`drop_system_page_cache` (or :func:`drop_file_page_cache`)."""
+    """Deprecated: use :func:`drop_system_page_cache` (or :func:`drop_file_page_cache`).
+
+    Args:
+        reclaim_dentries_and_inodes: As in :func:`drop_system_page_cache`.
+        clear_dirty_pages: ``sync_first`` of :func:`drop_system_page_cache`.
+
+    Returns:
+        Whether the page cache was dropped.
+    """
     return drop_system_page_cache(reclaim_dentries_and_inodes, clear_dirty_pages)
 
 
 def pread_batch(requests: Iterable[tuple]) -> IOFuture:
-    """Read many ``(file, buf, size, file_offset)`` requests, across files, in one call;
-    non-blocking. ``file`` is a :class:`CuFile`; see :meth:`CuFile.pread_batch`."""
+    """Read many requests, across files, in one call; non-blocking.
+
+    See :meth:`CuFile.pread_batch`.
+
+    Args:
+        requests: ``(file, buf, size, file_offset)`` tuples; ``file`` is a :class:`CuFile`.
+
+    Returns:
+        A future whose ``get()`` returns the total bytes read.
+
+    Raises:
+        TypeError: A request is not a ``(CuFile, buf, size, file_offset)`` tuple.
+        ValueError: A size exceeds its buffer, or a file is closed or not readable.
+        OverflowError: A size or offset is negative.
+    """
     return _lib.pread_batch(requests)
 
 
 def pwrite_batch(requests: Iterable[tuple]) -> IOFuture:
-    """Write many ``(file, buf, size, file_offset)`` requests, across files, in one call;
-    see :meth:`CuFile.pread_batch`."""
+    """Write many requests, across files, in one call; non-blocking.
+
+    See :meth:`CuFile.pread_batch`.
+
+    Args:
+        requests: ``(file, buf, size, file_offset)`` tuples; ``file`` is a :class:`CuFile`.
+
+    Returns:
+        A future whose ``get()`` returns the total bytes written.
+
+    Raises:
+        TypeError: A request is not a ``(CuFile, buf, size, file_offset)`` tuple.
+        ValueError: A size exceeds its buffer, or a file is closed or not writable.
+        OverflowError: A size or offset is negative.
+    """
     return _lib.pwrite_batch(requests)

@@ -51,7 +51,11 @@ _PROPERTIES: dict[str, tuple[type, bool]] = {
 
 
 def keys() -> list[str]:
-    """The names of all driver properties."""
+    """The names of all driver properties.
+
+    Returns:
+        The property names, read-only ones included.
+    """
     return list(_PROPERTIES)
 
 
@@ -65,7 +69,18 @@ def _check_key(key: str) -> tuple[type, bool]:
 
 
 def get(key: str) -> Any:
-    """The current value of driver property ``key``."""
+    """The current value of a driver property.
+
+    Args:
+        key: The property's name (see :func:`keys`).
+
+    Returns:
+        Its value, a bool or an int.
+
+    Raises:
+        KeyError: ``key`` is not a driver property.
+        RuntimeError: cuFile cannot be loaded or its driver cannot be read.
+    """
     kind, _ = _check_key(key)
     if key == "is_gds_available":
         return bool(_lib.driver_is_gds_available())
@@ -113,9 +128,25 @@ def _get_for_restore(key: str) -> Any:
 
 
 def set(*args: Any, **kwargs: Any) -> SettingsContext:
-    """Set driver properties: ``set({"poll_mode": True})`` or ``set("poll_mode", True)``.
+    """Set driver properties: ``set({"poll_mode": True})``, ``set("poll_mode", True)`` or
+    ``set(poll_mode=True)``.
 
-    Usable as a context manager that restores the previous values on exit.
+    Every key and value is checked before anything is set.
+
+    Args:
+        *args: A dict of properties and values, or a property's name and its value.
+        **kwargs: Properties and values as keywords.
+
+    Returns:
+        A context manager; used with ``with``, it restores the previous values on exit.
+
+    Raises:
+        KeyError: An unknown property.
+        ValueError: A read-only property (:class:`~kvikio.errors.ReadOnlyPropertyError`, also
+            a ``KeyError``) or a value of the wrong type or sign.
+        TypeError: Neither a dict nor a name and a value
+            (:class:`~kvikio.errors.SetArgumentsError`).
+        RuntimeError: cuFile cannot be loaded or refused the value.
     """
     updates = updates_from_args(args, kwargs, "set")
     for key, value in updates.items():  # every key and value, before anything is read or set
@@ -150,15 +181,23 @@ properties = DriverProperties()
 
 
 def libcufile_version() -> Tuple[int, int]:
-    """(major, minor) of the libcufile loaded (not of the CUDA toolkit): (1, 15) for 1.15.
-    (0, 0) when cuFile is not loaded or too old to say (before 1.8)."""
+    """The version of the libcufile loaded (not of the CUDA toolkit).
+
+    Returns:
+        ``(major, minor)``: ``(1, 15)`` for 1.15; ``(0, 0)`` when cuFile is not loaded or
+        too old to say (before 1.8).
+    """
     major, rest = divmod(int(_lib.libcufile_version()), 1000)
     return (major, rest // 10)
 
 
 def driver_open() -> None:
-    """Open the cuFile driver (``RuntimeError`` if cuFile is not usable). Each call must be
-    matched by a :func:`driver_close`; opening is otherwise automatic."""
+    """Open the cuFile driver. Each call must be matched by a :func:`driver_close`; opening
+    is otherwise automatic.
+
+    Raises:
+        RuntimeError: cuFile is not usable here.
+    """
     _lib.driver_open()
 
 
@@ -168,6 +207,10 @@ def driver_close() -> None:
 
 
 def initialize() -> None:
-    """Open the cuFile driver now, and close it when the interpreter exits."""
+    """Open the cuFile driver now, and close it when the interpreter exits.
+
+    Raises:
+        RuntimeError: cuFile is not usable here.
+    """
     driver_open()
     atexit.register(driver_close)

@@ -34,12 +34,26 @@ _ALIASES = {"thread_pool_nthreads": "num_threads"}
 
 
 def keys() -> list[str]:
-    """The names of all settings."""
+    """The names of all settings.
+
+    Returns:
+        The setting names, in the order of the C++ settings table.
+    """
     return list(_lib.defaults_keys())
 
 
 def get(key: str) -> Any:
-    """The current value of setting ``key``. Raises ``KeyError`` for an unknown key."""
+    """The current value of a setting.
+
+    Args:
+        key: The setting's name (see :func:`keys`).
+
+    Returns:
+        Its value; for ``compat_mode`` a :class:`~kvikio.CompatMode`.
+
+    Raises:
+        KeyError: ``key`` is not a setting.
+    """
     return _lib.defaults_get(_ALIASES.get(key, key) if isinstance(key, str) else key)
 
 
@@ -47,8 +61,22 @@ def set(*args: Any, **kwargs: Any) -> SettingsContext:
     """Set one or more settings: ``set({"k": v, ...})``, ``set("k", v)`` or ``set(k=v)``.
 
     All keys are checked before anything changes; if a value is rejected, the settings
-    already changed by this call are put back. The result may be used as a context manager
-    that restores the previous values on exit.
+    already changed by this call are put back.
+
+    Args:
+        *args: A dict of settings and values, or a setting's name and its value.
+        **kwargs: Settings and values as keywords.
+
+    Returns:
+        A context manager; used with ``with``, it restores the previous values on exit.
+
+    Raises:
+        KeyError: An unknown setting.
+        ValueError: A value the setting does not accept; the message names the setting
+            (a negative count is :class:`~kvikio.errors.NegativeSettingError`, also an
+            ``OverflowError``).
+        TypeError: Neither a dict nor a name and a value
+            (:class:`~kvikio.errors.SetArgumentsError`).
     """
     updates = {
         _ALIASES.get(k, k): v for k, v in updates_from_args(args, kwargs, "set").items()
@@ -57,10 +85,13 @@ def set(*args: Any, **kwargs: Any) -> SettingsContext:
 
 
 def is_compat_mode_preferred() -> bool:
-    """True when files opened now would use POSIX IO rather than cuFile.
+    """Whether files opened now would use POSIX IO rather than cuFile.
 
     The library decides (the same answer as C++ ``defaults::is_compat_mode_preferred``): ON
     means POSIX, OFF cuFile, and AUTO cuFile only where GPUDirect Storage really works
     (libcufile loads, its driver opens and nvidia-fs is present).
+
+    Returns:
+        True for POSIX IO, False for cuFile.
     """
     return _lib.is_compat_mode_preferred()

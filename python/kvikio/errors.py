@@ -75,8 +75,17 @@ _OS_ERRORS: Dict[type, Type[KvikioOSError]] = {
 
 
 def os_error(errno: int, message: str) -> KvikioOSError:
-    """The exception for an OS error: the ``OSError`` subclass Python gives ``errno``
-    (``FileNotFoundError`` for ``ENOENT``, ...) that is also a ``RuntimeError``."""
+    """The exception for an OS error, also a ``RuntimeError``.
+
+    Args:
+        errno: The ``errno`` value.
+        message: The message (it names the file).
+
+    Returns:
+        An instance of the ``OSError`` subclass Python gives ``errno``
+        (``FileNotFoundError`` for ``ENOENT``, ...) that derives from
+        :class:`KvikioOSError` too.
+    """
     base = type(builtins.OSError(errno, message))
     cls = _OS_ERRORS.get(base)
     if cls is None:

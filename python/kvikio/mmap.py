@@ -39,9 +39,24 @@ class _Closed:
 
 
 class Mmap:
-    """A read-only map of ``[initial_map_offset, initial_map_offset + initial_map_size)`` of
-    a file (to its end when ``initial_map_size`` is None). Reads copy from the map into host
-    or device buffers; a read outside the mapped range raises ``IndexError``."""
+    """A read-only memory map of a file range.
+
+    Reads copy from the map into host or device buffers.
+
+    Args:
+        file_path: Path of the file.
+        flags: ``"r"`` (the only mode: the map is read-only).
+        initial_map_size: Bytes to map; None maps to the end of the file.
+        initial_map_offset: File offset where the map starts.
+        mode: Permission bits for a file ``open(2)`` would create (unused for ``"r"``).
+        map_flags: ``mmap(2)`` flags; None is ``MAP_PRIVATE``.
+
+    Raises:
+        FileNotFoundError: The file does not exist (other ``open(2)`` and ``mmap(2)``
+            failures raise the matching ``OSError``).
+        ValueError: ``flags`` is not ``"r"``.
+        IndexError: The range lies outside the file.
+    """
 
     def __init__(
         self,
@@ -57,17 +72,35 @@ class Mmap:
         )
 
     def file_size(self) -> int:
-        """Size of the file in bytes (as when mapped); 0 once closed, as upstream."""
+        """Size of the file in bytes (as when mapped).
+
+        Returns:
+            The size; 0 once closed, as upstream.
+        """
         if self._handle.closed:
             return 0
         return self._handle.file_size()
 
     def initial_map_size(self) -> int:
-        """The size in bytes of the mapped range."""
+        """The size in bytes of the mapped range.
+
+        Returns:
+            The size.
+
+        Raises:
+            ValueError: The map is closed.
+        """
         return self._handle.initial_map_size()
 
     def initial_map_offset(self) -> int:
-        """The file offset where the mapped range starts."""
+        """The file offset where the mapped range starts.
+
+        Returns:
+            The offset.
+
+        Raises:
+            ValueError: The map is closed.
+        """
         return self._handle.initial_map_offset()
 
     def close(self) -> None:
@@ -80,8 +113,21 @@ class Mmap:
         return _Closed(self._handle.closed)
 
     def read(self, buf: Any, size: Optional[int] = None, offset: int = 0) -> int:
-        """Copy ``size`` bytes (default: from ``offset`` to the end of the map) at file
-        offset ``offset`` into ``buf``; blocking. Returns the bytes copied."""
+        """Copy a range of the file from the map into ``buf``; blocking.
+
+        Args:
+            buf: Host or device buffer to copy into.
+            size: Bytes to copy; None copies from ``offset`` to the end of the map (at most
+                ``buf``'s size).
+            offset: File offset to copy from.
+
+        Returns:
+            The bytes copied.
+
+        Raises:
+            IndexError: The range lies outside the mapped range.
+            ValueError: ``size`` exceeds ``buf``, or the map is closed.
+        """
         return self._handle.read(buf, size, offset)
 
     def pread(
@@ -91,8 +137,21 @@ class Mmap:
         offset: int = 0,
         task_size: Optional[int] = None,
     ) -> IOFuture:
-        """Like :meth:`read`, split into ``task_size`` pieces on the thread pool;
-        non-blocking."""
+        """Like :meth:`read`, split into ``task_size`` pieces on the thread pool; non-blocking.
+
+        Args:
+            buf: Host or device buffer to copy into.
+            size: Bytes to copy; None as in :meth:`read`.
+            offset: File offset to copy from.
+            task_size: Bytes per parallel task; None uses the ``task_size`` setting.
+
+        Returns:
+            A future whose ``get()`` returns the bytes copied.
+
+        Raises:
+            IndexError: The range lies outside the mapped range.
+            ValueError: ``size`` exceeds ``buf``, or the map is closed.
+        """
         return self._handle.pread(buf, size, offset, task_size)
 
     def __enter__(self) -> "Mmap":

@@ -23,9 +23,24 @@ class CudaCodec(Codec):
 
     @abstractmethod
     def encode(self, buf: BufferLike) -> Any:
-        """Encode ``buf`` (host or device memory) on the GPU; returns a CuPy array."""
+        """Encode a buffer on the GPU.
+
+        Args:
+            buf: Host or device memory to encode.
+
+        Returns:
+            The encoded bytes, as a CuPy array.
+        """
 
     @abstractmethod
     def decode(self, buf: BufferLike, out: Optional[BufferLike] = None) -> BufferLike:
-        """Decode ``buf`` (host or device memory) on the GPU into ``out`` when given (it must
-        be exactly the decoded size); else into memory of ``buf``'s kind."""
+        """Decode a buffer on the GPU.
+
+        Args:
+            buf: Host or device memory to decode.
+            out: Where to decode to (exactly the decoded size); None allocates memory of
+                ``buf``'s kind.
+
+        Returns:
+            The decoded data (``out`` when given).
+        """

@@ -33,7 +33,11 @@ class FileLike(Protocol):
 class LikeWrapper:
     """Wraps an array so that ``numpy.fromfile(path, dtype, like=LikeWrapper(a))`` reads
     through :func:`kvikio.numpy.fromfile` into an array of ``a``'s kind (a CuPy ``a``: device
-    memory). Other NumPy functions called with it run unchanged."""
+    memory). Other NumPy functions called with it run unchanged.
+
+    Args:
+        like: The array whose kind the results take.
+    """
 
     def __init__(self, like: Any) -> None:
         self._like = like
@@ -70,13 +74,30 @@ def fromfile(
     *,
     like: Any = None,
 ) -> Any:
-    """Read binary data of ``dtype`` from ``file`` (a path or an open file object), like
-    ``numpy.fromfile``.
+    """Read binary data from a file into a new array, like ``numpy.fromfile``.
 
-    ``count=-1`` reads to the end of the file; a larger ``count`` than the file holds is cut
-    to what it holds (as NumPy does). ``offset`` is in bytes from the start of the file.
-    Only binary files (``sep=""``) are supported. Object dtypes raise ``ValueError``, as in
-    NumPy."""
+    Args:
+        file: A path, or an open file object (reopened by its ``name``; its position is not
+            used).
+        dtype: The items' data type.
+        count: Items to read; -1 reads to the end of the file. A larger ``count`` than the
+            file holds is cut to what it holds (as NumPy does).
+        sep: Only ``""`` (binary) is supported.
+        offset: Bytes to skip from the start of the file.
+        like: An array whose kind the result takes (a CuPy array: device memory); None gives
+            a NumPy array.
+
+    Returns:
+        A one-dimensional array of ``count`` items.
+
+    Raises:
+        ValueError: An object dtype, or ``offset`` past the end of the file.
+        kvikio.errors.NotSupportedError: ``sep`` is not ``""`` (a ``ValueError`` and a
+            ``NotImplementedError``).
+        OverflowError: ``offset`` is negative.
+        TypeError: ``file`` is neither a path nor an open file.
+        FileNotFoundError: The file does not exist.
+    """
     if sep != "":
         raise NotSupportedError(
             f"kvikio.numpy.fromfile reads binary files only (sep must be '', got {sep!r})"
@@ -104,9 +125,22 @@ def fromfile(
 
 
 def tofile(ary: Any, file: PathOrFile, sep: str = "", format: str = "%s") -> None:
-    """Write the bytes of ``ary`` in C order to ``file`` (a path or an open file object,
-    reopened by name and truncated), like ``ndarray.tofile``; binary only. A CuPy array is
-    written from device memory."""
+    """Write the bytes of an array in C order to a file, like ``ndarray.tofile``; binary only.
+
+    A CuPy array is written from device memory.
+
+    Args:
+        ary: The array (host or device).
+        file: A path, or an open file object (reopened by name and truncated).
+        sep: Only ``""`` (binary) is supported.
+        format: Accepted for NumPy's signature; unused in binary mode.
+
+    Raises:
+        kvikio.errors.NotSupportedError: ``sep`` is not ``""`` (a ``ValueError`` and a
+            ``NotImplementedError``).
+        TypeError: An object array (refused before the file is truncated), or ``file`` is
+            neither a path nor an open file.
+    """
     if sep != "":
         raise NotSupportedError(
             f"kvikio.numpy.tofile writes binary files only (sep must be '', got {sep!r})"

@@ -33,9 +33,14 @@ RemoteEndpointType = _lib.RemoteEndpointType
 class RemoteError(RuntimeError):
     """A remote request failed (after the retries the settings allow).
 
-    ``url`` is the URL with credentials, signatures and tokens removed; ``http_status`` the
-    last HTTP status received, 0 when no response arrived. Raised by the C++ library's
-    kvikio::RemoteError (the native module maps each subclass to the one of the same name).
+    Raised by the C++ library's kvikio::RemoteError (the native module maps each subclass
+    to the one of the same name).
+
+    Args:
+        message: The error message (it names the redacted URL).
+        url: The URL with credentials, signatures and tokens removed; kept as ``url``.
+        http_status: The last HTTP status received, 0 when no response arrived; kept as
+            ``http_status``.
     """
 
     def __init__(self, message: str, url: str = "", http_status: int = 0) -> None:
@@ -123,16 +128,33 @@ def _url_errors(func: _F) -> _F:
 
 @_url_errors
 def infer_remote_endpoint_type(url: str) -> RemoteEndpointType:
-    """The endpoint type :meth:`RemoteFile.open` picks for ``url`` under ``AUTO``, without
-    any request: ``S3`` for ``s3://`` and AWS S3 URLs when credentials and a region are
-    available (arguments aside: the ``AWS_*`` environment), else ``S3_PUBLIC``;
-    ``S3_PRESIGNED_URL`` for presigned URLs; ``WEBHDFS`` for ``.../webhdfs/v1/...``;
-    ``HTTP`` for any other http(s) URL. Another scheme raises :class:`~kvikio.errors.RemoteURLError`."""
+    """The endpoint type :meth:`RemoteFile.open` picks for a URL under ``AUTO``, without any
+    request.
+
+    ``S3`` for ``s3://`` and AWS S3 URLs when credentials and a region are available
+    (arguments aside: the ``AWS_*`` environment), else ``S3_PUBLIC``; ``S3_PRESIGNED_URL``
+    for presigned URLs; ``WEBHDFS`` for ``.../webhdfs/v1/...``; ``HTTP`` for any other
+    http(s) URL.
+
+    Args:
+        url: The URL.
+
+    Returns:
+        The inferred endpoint type (never ``AUTO``).
+
+    Raises:
+        kvikio.errors.RemoteURLError: The URL is malformed or has another scheme (a
+            ``ValueError`` and a ``RuntimeError``).
+    """
     return _lib.infer_remote_endpoint_type(url)
 
 
 def is_remote_file_available() -> bool:
-    """Whether remote IO is available in this build (it always is: libcurl is required)."""
+    """Whether remote IO is available in this build.
+
+    Returns:
+        Always True (libcurl is required).
+    """
     return True
 
 
@@ -149,13 +171,19 @@ def _region(aws_region_name: Optional[str], kwargs: dict[str, Any], who: str) ->
 
 
 class RemoteFile:
-    """A read-only remote file, opened with one of the ``open*`` class methods.
+    """A remote file, opened with one of the ``open*`` class methods (not constructed directly).
 
     ``nbytes()`` is known once opened (no request). ``read``/``pread`` take host buffers
     (anything with the buffer protocol: NumPy arrays, bytearray) and device buffers (CuPy,
     Numba, DLPack tensors; staged through pinned bounce buffers); ``size`` defaults to the
     whole buffer. Usable as a context manager; ``close()`` is idempotent and reads already
     queued still complete.
+
+    Args:
+        handle: The native handle an ``open*`` method made.
+
+    Raises:
+        TypeError: ``handle`` is not a native handle (use the ``open*`` methods).
     """
 
     def __init__(self, handle: Any) -> None:
@@ -170,8 +198,20 @@ class RemoteFile:
     @classmethod
     @_url_errors
     def open_http(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
-        """Open an HTTP/HTTPS URL served with Range support. Without ``nbytes`` the size
-        comes from a HEAD request."""
+        """Open an HTTP/HTTPS URL served with Range support.
+
+        Args:
+            url: The URL.
+            nbytes: The size of the file; None asks the server (a HEAD request).
+
+        Returns:
+            The opened file.
+
+        Raises:
+            ValueError: The URL is malformed or not http(s)
+                (:class:`~kvikio.errors.RemoteURLError`).
+            RemoteError: The HEAD request failed after the retries.
+        """
         return cls(_lib.RemoteFile.open_http(url, nbytes))
 
     @classmethod
@@ -190,18 +230,36 @@ class RemoteFile:
         part_size: Optional[int] = None,
         **kwargs: Any,
     ) -> RemoteFile:
-        """Open object ``object_name`` of S3 bucket ``bucket_name``, signing requests (SigV4).
+        """Open an S3 object by bucket and name, signing requests (SigV4).
 
         ``mode="w"`` opens it for writing (see :meth:`write`): the object is created at
-        ``close()`` (a multipart upload of ``part_size`` parts, default
-        ``max(task_size, 5 MiB)``, or one PutObject when it is smaller than a part); ``nbytes``
-        then declares its size (optional).
+        ``close()`` (a multipart upload of ``part_size`` parts, or one PutObject when it is
+        smaller than a part). Arguments left as None come from the environment. ``aws_region``
+        is accepted as a keyword alias of ``aws_region_name``.
 
-        Arguments left as None come from the environment: ``AWS_DEFAULT_REGION``,
-        ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN`` and
-        ``AWS_ENDPOINT_URL`` (an S3-compatible server, addressed path-style as
-        ``<endpoint>/<bucket>/<object>``). ``aws_region`` is accepted as an alias of
-        ``aws_region_name``. Missing credentials or region raise ``ValueError``.
+        Args:
+            bucket_name: The bucket.
+            object_name: The object's key.
+            nbytes: The object's size (reading: None asks the server; writing: the declared
+                size, optional).
+            aws_region_name: The region; None reads ``AWS_DEFAULT_REGION``.
+            aws_access_key_id: The access key; None reads ``AWS_ACCESS_KEY_ID``.
+            aws_secret_access_key: The secret key; None reads ``AWS_SECRET_ACCESS_KEY``.
+            aws_endpoint_url: An S3-compatible server, addressed path-style as
+                ``<endpoint>/<bucket>/<object>``; None reads ``AWS_ENDPOINT_URL``, else AWS.
+            aws_session_token: A temporary credentials' token; None reads ``AWS_SESSION_TOKEN``.
+            mode: ``"r"`` to read, ``"w"`` to write.
+            part_size: Bytes per uploaded part when writing; None is ``max(task_size, 5 MiB)``.
+
+        Returns:
+            The opened file.
+
+        Raises:
+            ValueError: Credentials or region are missing, the names or the endpoint are
+                malformed, or ``aws_region`` and ``aws_region_name`` disagree
+                (:class:`~kvikio.errors.RemoteURLError`).
+            TypeError: An unknown keyword argument.
+            RemoteError: The size request failed after the retries.
         """
         region = _region(aws_region_name, kwargs, "open_s3")
         return cls(
@@ -234,10 +292,31 @@ class RemoteFile:
         part_size: Optional[int] = None,
         **kwargs: Any,
     ) -> RemoteFile:
-        """Open an S3 object by URL: ``s3://<bucket>/<object>`` (the server chosen as in
-        :meth:`open_s3`) or the object's full http(s) URL (``aws_endpoint_url`` is then not
-        used). Credentials, ``mode`` and ``part_size`` as in :meth:`open_s3`; another scheme raises
-        ``ValueError``."""
+        """Open an S3 object by URL.
+
+        ``s3://<bucket>/<object>`` (the server chosen as in :meth:`open_s3`) or the object's
+        full http(s) URL (``aws_endpoint_url`` is then not used).
+
+        Args:
+            url: The object's URL.
+            nbytes: As in :meth:`open_s3`.
+            aws_region_name: As in :meth:`open_s3`.
+            aws_access_key_id: As in :meth:`open_s3`.
+            aws_secret_access_key: As in :meth:`open_s3`.
+            aws_endpoint_url: As in :meth:`open_s3`, for ``s3://`` URLs only.
+            aws_session_token: As in :meth:`open_s3`.
+            mode: ``"r"`` to read, ``"w"`` to write.
+            part_size: As in :meth:`open_s3`.
+
+        Returns:
+            The opened file.
+
+        Raises:
+            ValueError: Another scheme, a malformed URL, or missing credentials or region
+                (:class:`~kvikio.errors.RemoteURLError`).
+            TypeError: An unknown keyword argument.
+            RemoteError: The size request failed after the retries.
+        """
         region = _region(aws_region_name, kwargs, "open_s3_url")
         scheme = urllib.parse.urlsplit(url).scheme.lower()
         if scheme in ("http", "https"):
@@ -275,8 +354,21 @@ class RemoteFile:
     @classmethod
     @_url_errors
     def open_s3_public(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
-        """Open an anonymously readable S3 object (no signing): ``s3://<bucket>/<object>``
-        (resolved with ``AWS_ENDPOINT_URL`` or ``AWS_DEFAULT_REGION``) or an http(s) URL."""
+        """Open an anonymously readable S3 object (no signing).
+
+        Args:
+            url: ``s3://<bucket>/<object>`` (resolved with ``AWS_ENDPOINT_URL`` or
+                ``AWS_DEFAULT_REGION``) or an http(s) URL.
+            nbytes: The object's size; None asks the server.
+
+        Returns:
+            The opened file.
+
+        Raises:
+            ValueError: The URL is malformed or has another scheme
+                (:class:`~kvikio.errors.RemoteURLError`).
+            RemoteError: The size request failed after the retries.
+        """
         return cls(_lib.RemoteFile.open_s3_public(url, nbytes))
 
     @classmethod
@@ -284,11 +376,22 @@ class RemoteFile:
     def open_s3_presigned_url(
         cls, presigned_url: str, nbytes: Optional[int] = None, mode: str = "r"
     ) -> RemoteFile:
-        """Open an S3 presigned GET URL (the size comes from a one-byte GET, since a presigned
-        URL allows one method only). Messages never show the signature.
+        """Open an S3 presigned URL. Messages never show the signature.
 
-        ``mode="w"`` takes a presigned PUT URL: the whole object is held in host memory and
-        sent as one PUT at ``close()`` (a presigned URL signs one request only)."""
+        Args:
+            presigned_url: A presigned GET URL (reading; the size comes from a one-byte GET,
+                since a presigned URL allows one method only) or PUT URL (writing: the whole
+                object is held in host memory and sent as one PUT at ``close()``).
+            nbytes: The object's size; None asks the server.
+            mode: ``"r"`` to read, ``"w"`` to write.
+
+        Returns:
+            The opened file.
+
+        Raises:
+            ValueError: The URL is malformed (:class:`~kvikio.errors.RemoteURLError`).
+            RemoteError: The size request failed after the retries.
+        """
         return cls(_lib.RemoteFile.open_s3_presigned_url(presigned_url, nbytes, mode))
 
     @classmethod
@@ -301,13 +404,26 @@ class RemoteFile:
         part_size: Optional[int] = None,
         overwrite: bool = True,
     ) -> RemoteFile:
-        """Open a file through Apache Hadoop's WebHDFS REST API:
-        ``http(s)://<namenode>:<port>/webhdfs/v1/<path>[?user.name=<user>]``.
+        """Open a file through Apache Hadoop's WebHDFS REST API.
 
-        ``mode="w"`` creates the file (``op=CREATE``, replacing an existing one unless
-        ``overwrite=False``), ``mode="a"`` appends to it (``op=APPEND``; offsets count from
-        the file's former end); bytes go in file order, ``part_size`` at a time, through the
-        name node's redirect to a data node."""
+        Writes go in file order, ``part_size`` bytes at a time, through the name node's
+        redirect to a data node.
+
+        Args:
+            url: ``http(s)://<namenode>:<port>/webhdfs/v1/<path>[?user.name=<user>]``.
+            nbytes: The file's size; None asks the name node (``op=GETFILESTATUS``).
+            mode: ``"r"`` to read, ``"w"`` to create (``op=CREATE``), ``"a"`` to append
+                (``op=APPEND``; offsets count from the file's former end).
+            part_size: Bytes per request when writing; None uses the default part size.
+            overwrite: With ``mode="w"``, replace an existing file (else it is an error).
+
+        Returns:
+            The opened file.
+
+        Raises:
+            ValueError: The URL is malformed or not http(s) (:class:`~kvikio.errors.RemoteURLError`).
+            RemoteError: The status request failed after the retries.
+        """
         return cls(_lib.RemoteFile.open_webhdfs(url, nbytes, mode, part_size, overwrite))
 
     @classmethod
@@ -319,10 +435,23 @@ class RemoteFile:
         allow_list: Optional[list] = None,
         nbytes: Optional[int] = None,
     ) -> RemoteFile:
-        """Open ``url`` as ``remote_endpoint_type``; with ``AUTO`` the kind is inferred from the
-        URL, trying the types of ``allow_list`` in order (default: S3, S3_PRESIGNED_URL,
-        WEBHDFS, HTTP). An explicit type must be in ``allow_list`` when one is given. A URL
-        that no allowed type accepts raises ``ValueError``."""
+        """Open a URL as a given endpoint type, or as the one inferred from it.
+
+        Args:
+            url: The URL.
+            remote_endpoint_type: The endpoint type; ``AUTO`` infers it from the URL, trying
+                the types of ``allow_list`` in order.
+            allow_list: The endpoint types allowed (default: S3, S3_PRESIGNED_URL, WEBHDFS,
+                HTTP). An explicit type must be in it when one is given.
+            nbytes: The file's size; None asks the server.
+
+        Returns:
+            The opened file.
+
+        Raises:
+            ValueError: No allowed type accepts the URL (:class:`~kvikio.errors.RemoteURLError`).
+            RemoteError: The size request failed after the retries.
+        """
         if allow_list is not None:
             allow_list = list(allow_list)
         return cls(_lib.RemoteFile.open(url, remote_endpoint_type, allow_list, nbytes))
@@ -333,18 +462,29 @@ class RemoteFile:
 
         A file opened for writing is committed: the object becomes visible only if the bytes
         written cover ``[0, size)`` without a hole; otherwise, or if any upload failed, the
-        upload is aborted (no object, no parts left behind) and the error raised
-        (:class:`~kvikio.remote_file.RemoteIncompleteWriteError` names the holes)."""
+        upload is aborted (no object, no parts left behind) and the error raised.
+
+        Raises:
+            kvikio.remote_file.RemoteIncompleteWriteError: Bytes of ``[0, size)`` were never
+                written; the message names the holes.
+            kvikio.remote_file.RemoteWriteError: An upload or the commit failed.
+        """
         self._handle.close()
 
     def abort(self) -> None:
-        """Abort a write: no object becomes visible and no uploaded parts are left behind
-        (WebHDFS: a created file is deleted, an append truncated back). Closes the file;
-        idempotent; a no-op on a file opened for reading."""
+        """Abort a write: no object becomes visible and no uploaded parts are left behind.
+
+        WebHDFS: a created file is deleted, an append truncated back. Closes the file;
+        idempotent; a no-op on a file opened for reading.
+        """
         self._handle.abort()
 
     def mode(self) -> str:
-        """``"r"``, ``"w"`` or ``"a"``: what the file was opened for."""
+        """What the file was opened for.
+
+        Returns:
+            ``"r"``, ``"w"`` or ``"a"``.
+        """
         return self._handle.mode()
 
     @property
@@ -370,26 +510,63 @@ class RemoteFile:
 
     # -- queries ----------------------------------------------------------------------
     def remote_endpoint_type(self) -> RemoteEndpointType:
-        """The kind of endpoint this file was opened as."""
+        """The kind of endpoint this file was opened as.
+
+        Returns:
+            The endpoint type (never ``AUTO``).
+        """
         return self._handle.remote_endpoint_type()
 
     def nbytes(self) -> int:
-        """The file's size in bytes (known since opening: no request)."""
+        """The file's size in bytes (known since opening: no request).
+
+        Returns:
+            The size.
+        """
         return self._handle.nbytes()
 
     # -- IO ---------------------------------------------------------------------------
     def read(
         self, buf: Any, size: Optional[int] = None, file_offset: int = 0, task_size: Optional[int] = None
     ) -> int:
-        """Read ``size`` bytes (default: the buffer's size) at ``file_offset`` into ``buf``, in
-        parallel; blocks (GIL released) and returns the bytes read."""
+        """Read into ``buf`` in parallel; blocks (GIL released).
+
+        Args:
+            buf: Host or device buffer to read into.
+            size: Bytes to read; None reads ``buf``'s size.
+            file_offset: Byte offset in the file to read from.
+            task_size: Bytes per parallel range request; None uses the ``task_size`` setting.
+
+        Returns:
+            The bytes read.
+
+        Raises:
+            ValueError: ``size`` exceeds ``buf``, or the file is closed.
+            RuntimeError: The read runs past the end of the file (before any request).
+            RemoteError: A request failed after the retries (a ``RuntimeError`` too).
+            kvikio.remote_file.RemoteModeError: The file is opened for writing.
+        """
         return self._handle.read(buf, size, file_offset, task_size)
 
     def pread(
         self, buf: Any, size: Optional[int] = None, file_offset: int = 0, task_size: Optional[int] = None
     ) -> IOFuture:
-        """Like :meth:`read`, but returns at once an :class:`IOFuture` whose ``get()`` returns the
-        bytes read (or raises the error). ``buf`` is held until the read is done."""
+        """Like :meth:`read`, but returns at once; ``buf`` is held until the read is done.
+
+        Args:
+            buf: Host or device buffer to read into.
+            size: Bytes to read; None reads ``buf``'s size.
+            file_offset: Byte offset in the file to read from.
+            task_size: Bytes per parallel range request; None uses the ``task_size`` setting.
+
+        Returns:
+            A future whose ``get()`` returns the bytes read (or raises the error).
+
+        Raises:
+            ValueError: ``size`` exceeds ``buf``, or the file is closed.
+            RuntimeError: The read runs past the end of the file (before any request).
+            kvikio.remote_file.RemoteModeError: The file is opened for writing.
+        """
         return self._handle.pread(buf, size, file_offset, task_size)
 
     def write(
@@ -399,18 +576,48 @@ class RemoteFile:
         file_offset: Optional[int] = None,
         task_size: Optional[int] = None,
     ) -> int:
-        """Write ``size`` bytes (default: the whole buffer) of ``buf`` (host or device memory)
-        at ``file_offset``, or after the previous ``write`` when None (0 at first), on a file
-        opened with ``mode="w"``/``"a"``. Returns once the bytes are copied into part buffers
-        (GIL released; ``buf`` may be reused); complete parts upload in the background, in
-        parallel. Writes may come in any order and from several threads. Host memory is
-        bounded by ``max(8, 2 x num_threads)`` parts. Returns ``size``. ``task_size`` is
-        accepted for symmetry with :meth:`read`; parts are ``part_size`` bytes."""
+        """Write ``buf`` to a file opened with ``mode="w"`` or ``"a"``.
+
+        Returns once the bytes are copied into part buffers (GIL released; ``buf`` may be
+        reused); complete parts upload in the background, in parallel. Writes may come in any
+        order and from several threads. Host memory is bounded by ``max(8, 2 x num_threads)``
+        parts.
+
+        Args:
+            buf: Host or device buffer to write from.
+            size: Bytes to write; None writes all of ``buf``.
+            file_offset: Byte offset in the object; None continues after the previous
+                ``write`` (0 at first).
+            task_size: Accepted for symmetry with :meth:`read`; parts are ``part_size`` bytes.
+
+        Returns:
+            ``size``.
+
+        Raises:
+            ValueError: ``size`` exceeds ``buf``, or the file is closed.
+            kvikio.remote_file.RemoteModeError: The file is opened for reading.
+            kvikio.remote_file.RemoteWritePastEndError: The write ends past the declared size.
+            kvikio.remote_file.RemoteWriteError: The bytes cannot be taken (rewritten after
+                their part was sent, or an earlier upload failed).
+        """
         return self._handle.write(buf, size, file_offset, task_size)
 
     def pwrite(
         self, buf: Any, size: Optional[int] = None, file_offset: int = 0, task_size: Optional[int] = None
     ) -> IOFuture:
-        """Like :meth:`write` at ``file_offset``; returns an :class:`IOFuture` (ready once the
-        bytes are taken) whose ``get()`` returns ``size``."""
+        """Like :meth:`write` at ``file_offset``, returning a future.
+
+        Args:
+            buf: Host or device buffer to write from.
+            size: Bytes to write; None writes all of ``buf``.
+            file_offset: Byte offset in the object.
+            task_size: Accepted for symmetry with :meth:`pread`.
+
+        Returns:
+            A future, ready once the bytes are taken, whose ``get()`` returns ``size``.
+
+        Raises:
+            ValueError: ``size`` exceeds ``buf``, or the file is closed.
+            kvikio.remote_file.RemoteModeError: The file is opened for reading.
+        """
         return self._handle.pwrite(buf, size, file_offset, task_size)

@@ -5,6 +5,7 @@ deprecation helpers."""
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import pathlib
 import re
@@ -111,9 +112,14 @@ class LocalHttpServer:
             with kvikio.RemoteFile.open_http(f"{server.url}/file.bin") as f:
                 f.read(buf)
 
-    ``range_support=True`` answers Range requests (``206``), which ``RemoteFile`` needs;
-    ``False`` serves whole files only. ``handler`` replaces the request handler class; it is
-    called with ``directory=root_path`` and the keywords in ``handler_options``.
+    Args:
+        root_path: The directory served.
+        range_support: Answer Range requests (``206``), which ``RemoteFile`` needs; False
+            serves whole files only.
+        max_lifetime: Seconds after which the server stops even inside the block.
+        handler: A request handler class replacing the default one; it is called with
+            ``directory=root_path`` and the keywords in ``handler_options``.
+        handler_options: Extra keyword arguments for the handler.
     """
 
     def __init__(
@@ -164,8 +170,15 @@ class LocalHttpServer:
 
 
 def call_once(func: Callable) -> Callable:
-    """Decorate ``func`` so that only its first call runs; later calls return the first
-    call's result (whatever their arguments). Thread-safe."""
+    """Decorate a function so that only its first call runs. Thread-safe.
+
+    Args:
+        func: The function.
+
+    Returns:
+        A wrapper whose later calls return the first call's result (whatever their
+        arguments).
+    """
     lock = threading.Lock()
     done = False
     result: Any = None
@@ -185,9 +198,19 @@ def call_once(func: Callable) -> Callable:
 def kvikio_deprecation_notice(
     msg: str = "This function is deprecated.", *, since: str
 ) -> Callable[[Callable], Callable]:
-    """Decorate a function so that each call warns (:class:`~kvikio.errors.KvikioDeprecationWarning`: a
-    ``FutureWarning`` and a ``DeprecationWarning``, pointing at the caller) with ``msg``, and its docstring starts with a Sphinx ``deprecated`` note naming
-    the version ``since``."""
+    """Decorate a function so that each call warns that it is deprecated.
+
+    The warning is a :class:`~kvikio.errors.KvikioDeprecationWarning` (a ``FutureWarning``
+    and a ``DeprecationWarning``) pointing at the caller; the docstring starts with a
+    Sphinx ``deprecated`` note.
+
+    Args:
+        msg: The warning's message.
+        since: The version that deprecated the function.
+
+    Returns:
+        The decorator.
+    """
 
     def decorator(func: Callable) -> Callable:
         @functools.wraps(func)
@@ -195,15 +218,22 @@ def kvikio_deprecation_notice(
             warnings.warn(msg, category=KvikioDeprecationWarning, stacklevel=2)
             return func(*args, **kwargs)
 
-        wrapper.__doc__ = f".. deprecated:: {since} {msg}\n\n{func.__doc__ or ''}"
+        # cleandoc: the original's indented lines must line up with the note's.
+        doc = inspect.cleandoc(func.__doc__ or "")
+        wrapper.__doc__ = f".. deprecated:: {since} {msg}\n\n{doc}"
         return wrapper
 
     return decorator
 
 
 def kvikio_deprecate_module(msg: str = "", *, since: str) -> None:
-    """Warn (:class:`~kvikio.errors.KvikioDeprecationWarning`) that the calling module is deprecated since ``since``; call
-    it at the top of the module."""
+    """Warn (:class:`~kvikio.errors.KvikioDeprecationWarning`) that the calling module is
+    deprecated; call it at the top of the module.
+
+    Args:
+        msg: What to use instead.
+        since: The version that deprecated the module.
+    """
     warnings.warn(
         f"This module is deprecated since {since}. {msg}",
         category=KvikioDeprecationWarning,
