@@ -21,20 +21,29 @@ namespace kvikio {
 /// this library; they are cuFile's CUFILE_READ / CUFILE_WRITE (BatchOp::opcode's type is
 /// cuFile's CUfileOpcode_t, as upstream).
 struct KVIKIO_EXPORT BatchOpcode {
-  static constexpr CUfileOpcode_t READ  = CUFILE_READ;
+  /// Read from the file into device memory.
+  static constexpr CUfileOpcode_t READ = CUFILE_READ;
+  /// Write from device memory to the file.
   static constexpr CUfileOpcode_t WRITE = CUFILE_WRITE;
 };
 
 /// The names BatchStatus::COMPLETE etc., kept for code written against earlier versions of
 /// this library; they are cuFile's CUfileStatus_t values (CUFILE_COMPLETE etc.).
 struct KVIKIO_EXPORT BatchStatus {
-  static constexpr CUfileStatus_t WAITING  = CUFILE_WAITING;
-  static constexpr CUfileStatus_t PENDING  = CUFILE_PENDING;
-  static constexpr CUfileStatus_t INVALID  = CUFILE_INVALID;
+  /// Not yet started.
+  static constexpr CUfileStatus_t WAITING = CUFILE_WAITING;
+  /// Submitted, not yet complete.
+  static constexpr CUfileStatus_t PENDING = CUFILE_PENDING;
+  /// Not a valid operation.
+  static constexpr CUfileStatus_t INVALID = CUFILE_INVALID;
+  /// Canceled before it completed.
   static constexpr CUfileStatus_t CANCELED = CUFILE_CANCELED;
+  /// Completed; `ret` holds the bytes moved.
   static constexpr CUfileStatus_t COMPLETE = CUFILE_COMPLETE;
-  static constexpr CUfileStatus_t TIMEOUT  = CUFILE_TIMEOUT;
-  static constexpr CUfileStatus_t FAILED   = CUFILE_FAILED;
+  /// Did not complete in the time allowed.
+  static constexpr CUfileStatus_t TIMEOUT = CUFILE_TIMEOUT;
+  /// Failed; `error_code` and `error` say why.
+  static constexpr CUfileStatus_t FAILED = CUFILE_FAILED;
 };
 
 /// One operation: `size` bytes between `file_handle` at `file_offset` and the device buffer
@@ -43,11 +52,17 @@ struct KVIKIO_EXPORT BatchStatus {
 /// the open file itself from submit() on, so closing, moving or destroying the FileHandle
 /// afterwards is safe.
 struct KVIKIO_EXPORT BatchOp {
+  /// The file to read or write (must outlive the batch).
   FileHandle& file_handle;
+  /// Base address of the device buffer.
   void* devPtr_base;
+  /// Byte offset in the file.
   off_t file_offset;
+  /// Byte offset from `devPtr_base`.
   off_t devPtr_offset;
+  /// Bytes to move.
   std::size_t size;
+  /// BatchOpcode::READ or BatchOpcode::WRITE.
   CUfileOpcode_t opcode;
 };
 
@@ -57,10 +72,15 @@ struct KVIKIO_EXPORT BatchOp {
 /// and offset) and `error_code` its errno when it was an OS error (GenericSystemError), else 0;
 /// cuFile's batch API reports no details.
 struct KVIKIO_EXPORT BatchIOEvent {
+  /// The cookie of the BatchOp this event reports (its address in the submitted batch).
   void* cookie;
+  /// Where the operation stands (a BatchStatus value).
   CUfileStatus_t status;
+  /// Bytes moved, once COMPLETE.
   std::size_t ret;
+  /// The errno-style code of a FAILED operation, 0 otherwise.
   int error_code{0};
+  /// What went wrong with a FAILED operation, empty otherwise.
   std::string error{};
 };
 
@@ -73,13 +93,17 @@ class KVIKIO_EXPORT BatchHandle {
   /// Throws std::invalid_argument for a non-positive size, CUfileException when cuFile's
   /// batch setup fails.
   explicit BatchHandle(int max_num_events);
+  /// Moves the batch; `other` is left closed.
   BatchHandle(BatchHandle&&) noexcept;
+  /// Moves the batch, closing this one first; the source is left closed.
   BatchHandle& operator=(BatchHandle&&) noexcept;
   BatchHandle(const BatchHandle&)            = delete;
   BatchHandle& operator=(const BatchHandle&) = delete;
   ~BatchHandle() noexcept;
 
+  /// Whether close() was called (or the batch was moved from).
   [[nodiscard]] bool closed() const noexcept;
+  /// Cancels outstanding operations and releases the batch (idempotent).
   void close() noexcept;
 
   /// Queues the operations; returns at once. Throws CUfileException when there are more than

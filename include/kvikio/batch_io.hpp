@@ -15,16 +15,23 @@ class FileHandle;
 /// One request of a batch on one file (FileHandle::pread_batch / pwrite_batch): `size` bytes
 /// between `buf` and the file at `file_offset`. A write never stores through `buf`.
 struct IORequest {
+  /// Host or device buffer to read into or write from.
   void* buf;
+  /// Bytes to move.
   std::size_t size;
+  /// Byte offset in the file.
   std::size_t file_offset;
 };
 
 /// One request of a batch across files (kvikio::pread_batch / pwrite_batch).
 struct FileIORequest {
+  /// The file (must stay open until the batch's future is done).
   FileHandle* file;
+  /// Host or device buffer to read into or write from.
   void* buf;
+  /// Bytes to move.
   std::size_t size;
+  /// Byte offset in the file.
   std::size_t file_offset;
 };
 

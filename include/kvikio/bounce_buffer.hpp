@@ -19,6 +19,7 @@ struct KVIKIO_EXPORT BounceBufferStats {
   std::size_t pinned_bytes;       ///< pinned bytes held now (in use + free)
   std::size_t peak_pinned_bytes;  ///< the most held at once since the process started
 };
+/// The pinned bounce buffer pool's counters now (allocations, bytes held, peak).
 KVIKIO_EXPORT BounceBufferStats bounce_buffer_stats() noexcept;
 
 }  // namespace kvikio

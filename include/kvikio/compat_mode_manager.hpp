@@ -15,6 +15,8 @@ namespace kvikio {
 
 class FileHandle;
 
+/// Resolves a file's compatibility mode once, at open: whether it uses POSIX IO or cuFile
+/// (libkvikio's class of the same name).
 class KVIKIO_EXPORT CompatModeManager {
  public:
   CompatModeManager() noexcept = default;

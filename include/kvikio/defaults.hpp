@@ -31,9 +31,13 @@ enum class SettingSource { DEFAULT, ENVIRONMENT, SET };
 /// One setting, for listing: its name (the Python `defaults` key), environment variable,
 /// current value as text, and source.
 struct KVIKIO_EXPORT SettingInfo {
+  /// The setting's name (the key of kvikio.defaults in Python).
   std::string name;
+  /// Its environment variable.
   std::string env_var;
+  /// Its current value, as text.
   std::string value;
+  /// Where the value came from: the default, the environment, or a setter.
   SettingSource source;
 };
 
@@ -108,11 +112,15 @@ std::tuple<std::string_view, T, bool> getenv_or(
   return {found_name, getenv_or<T>(found_name, default_val), true};
 }
 
+/// The process-wide settings: each starts from its environment variable or its default and can be
+/// changed at run time (thread safe). A bad value, from the environment or a setter, throws
+/// std::invalid_argument naming the setting.
 class KVIKIO_EXPORT defaults {
  public:
   /// KVIKIO_COMPAT_MODE, default AUTO: ON = POSIX IO only, OFF = cuFile only, AUTO = cuFile
   /// where GPUDirect Storage really works, else POSIX. A change affects files opened afterwards.
   static CompatMode compat_mode();
+  /// Sets compat_mode(); files opened afterwards use it.
   static void set_compat_mode(CompatMode mode);
   /// True when files opened now use POSIX IO: the mode is ON, or AUTO and GPUDirect Storage
   /// does not really work here. AUTO takes cuFile only where libcufile loads, its driver
@@ -131,53 +139,69 @@ class KVIKIO_EXPORT defaults {
   /// KVIKIO_NTHREADS, default 1: threads of the shared IO pool. Setting it resizes the pool
   /// (waiting for queued work first). Zero is rejected.
   static unsigned int num_threads();
+  /// Sets num_threads(), resizing the pool. Throws std::invalid_argument for 0.
   static void set_num_threads(unsigned int n);
   /// libkvikio's names for num_threads.
   static unsigned int thread_pool_nthreads() { return num_threads(); }
+  /// Sets num_threads() (libkvikio's name).
   static void set_thread_pool_nthreads(unsigned int n) { set_num_threads(n); }
   /// The shared pool that pread/pwrite run their tasks on.
   static ThreadPool& thread_pool();
 
   /// KVIKIO_TASK_SIZE, default 4 MiB: the largest piece of a parallel request. Zero rejected.
   static std::size_t task_size();
+  /// Sets task_size(). Throws std::invalid_argument for 0.
   static void set_task_size(std::size_t nbytes);
 
   /// KVIKIO_GDS_THRESHOLD, default 16 KiB: device requests smaller than this use POSIX.
   static std::size_t gds_threshold();
+  /// Sets gds_threshold().
   static void set_gds_threshold(std::size_t nbytes);
 
   /// KVIKIO_BOUNCE_BUFFER_SIZE, default 16 MiB: size of each pooled bounce buffer. Zero rejected.
   static std::size_t bounce_buffer_size();
+  /// Sets bounce_buffer_size(). Throws std::invalid_argument for 0.
   static void set_bounce_buffer_size(std::size_t nbytes);
 
   /// KVIKIO_AUTO_DIRECT_IO_READ (default off) / KVIKIO_AUTO_DIRECT_IO_WRITE (default on):
   /// use O_DIRECT for the aligned part of requests where the file system supports it.
   static bool auto_direct_io_read();
+  /// Sets auto_direct_io_read().
   static void set_auto_direct_io_read(bool flag);
+  /// KVIKIO_AUTO_DIRECT_IO_WRITE (default on): use O_DIRECT for the aligned part of writes where
+  /// the file system supports it.
   static bool auto_direct_io_write();
+  /// Sets auto_direct_io_write().
   static void set_auto_direct_io_write(bool flag);
   /// KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD (default off): with auto_direct_io_read, a read
   /// also takes its unaligned head and tail through O_DIRECT, reading the whole pages around
   /// the requested range into a bounce buffer (so no part of it goes through the page cache).
   static bool auto_direct_io_read_overread();
+  /// Sets auto_direct_io_read_overread().
   static void set_auto_direct_io_read_overread(bool flag);
 
   /// KVIKIO_HTTP_MAX_ATTEMPTS, default 3: tries per remote request (at least 1).
   static std::size_t http_max_attempts();
+  /// Sets http_max_attempts(). Throws std::invalid_argument for 0.
   static void set_http_max_attempts(std::size_t attempts);
   /// KVIKIO_HTTP_STATUS_CODES, default 429,500,502,503,504: statuses that are retried.
   static std::vector<int> http_status_codes();
+  /// Sets http_status_codes(). Throws std::invalid_argument for a code outside the accepted range.
   static void set_http_status_codes(std::vector<int> codes);
   /// KVIKIO_HTTP_TIMEOUT, default 60: seconds before a remote request times out (> 0).
   static long http_timeout();
+  /// Sets http_timeout(). Throws std::invalid_argument unless positive.
   static void set_http_timeout(long seconds);
   /// KVIKIO_REMOTE_VERBOSE (default off): libcurl prints each remote request's protocol
   /// exchange to stderr (CURLOPT_VERBOSE). Credentials appear in it: for debugging only.
   static bool remote_verbose();
+  /// Sets remote_verbose().
   static void set_remote_verbose(bool flag);
   /// KVIKIO_BATCH_BACKEND (default auto): how batches of host IO run (pread_batch,
   /// pwrite_batch): "io_uring", "thread_pool", or "auto" (io_uring where the kernel allows it).
   static std::string batch_backend();
+  /// Sets batch_backend(). Throws std::invalid_argument for another word than "auto", "io_uring" or
+  /// "thread_pool" (any case).
   static void set_batch_backend(const std::string& backend);
 
   /// Every setting with its current value and source, in a fixed order.

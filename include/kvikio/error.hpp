@@ -49,6 +49,8 @@ class KVIKIO_EXPORT CudaDriverError : public CUfileException {
 /// An OS call failed; `code()` holds the errno value (OSError in Python).
 class KVIKIO_EXPORT GenericSystemError : public std::system_error {
  public:
+  /// The error `err` (an errno value) with message `what`; what() appends the system's text for
+  /// `err`.
   GenericSystemError(int err, const std::string& what)
     : std::system_error(err, std::generic_category(), what)
   {
@@ -146,13 +148,16 @@ void check_linux_call(
 // libkvikio's checking macros, with its semantics: the optional last argument is the
 // exception type, CUfileException by default (GenericSystemError for KVIKIO_SYSCALL_CHECK).
 // NOLINTBEGIN(cppcoreguidelines-macro-usage)
+/// Picks the three-argument form of a macro that takes one to three arguments.
 #define KVIKIO_VA_SELECT_3(_1, _2, _3, NAME, ...) NAME
+/// Picks the two-argument form of a macro that takes one or two arguments.
 #define KVIKIO_VA_SELECT_2(_1, _2, NAME, ...) NAME
 
 /// KVIKIO_EXPECT(condition, message[, exception]): throws unless `condition` holds; the
 /// message names the file and line.
 #define KVIKIO_EXPECT(...) \
   KVIKIO_VA_SELECT_3(__VA_ARGS__, KVIKIO_EXPECT_3, KVIKIO_EXPECT_2)(__VA_ARGS__)
+/// KVIKIO_EXPECT with an exception type.
 #define KVIKIO_EXPECT_3(_condition, _msg, _exception_type)          \
   do {                                                              \
     if (!(_condition)) {                                            \
@@ -160,33 +165,40 @@ void check_linux_call(
         [&]() -> std::string { return _msg; }, __LINE__, __FILE__); \
     }                                                               \
   } while (0)
+/// KVIKIO_EXPECT throwing CUfileException.
 #define KVIKIO_EXPECT_2(_condition, _msg) KVIKIO_EXPECT_3(_condition, _msg, kvikio::CUfileException)
 
 /// KVIKIO_FAIL(message[, exception]): throws unconditionally (an expression).
 #define KVIKIO_FAIL(...) KVIKIO_VA_SELECT_2(__VA_ARGS__, KVIKIO_FAIL_2, KVIKIO_FAIL_1)(__VA_ARGS__)
+/// KVIKIO_FAIL with an exception type.
 #define KVIKIO_FAIL_2(_msg, _exception_type)    \
   kvikio::detail::kvikio_fail<_exception_type>( \
     [&]() -> std::string { return _msg; }, __LINE__, __FILE__)
+/// KVIKIO_FAIL throwing CUfileException.
 #define KVIKIO_FAIL_1(_msg) KVIKIO_FAIL_2(_msg, kvikio::CUfileException)
 
 /// KVIKIO_CUDA_DRIVER_TRY(cuda_call[, exception]).
 #define KVIKIO_CUDA_DRIVER_TRY(...)                                                   \
   KVIKIO_VA_SELECT_2(__VA_ARGS__, KVIKIO_CUDA_DRIVER_TRY_2, KVIKIO_CUDA_DRIVER_TRY_1) \
   (__VA_ARGS__)
+/// KVIKIO_CUDA_DRIVER_TRY with an exception type.
 #define KVIKIO_CUDA_DRIVER_TRY_2(_call, _exception_type)                                           \
   do {                                                                                             \
     kvikio::detail::cuda_driver_try<_exception_type>(static_cast<int>(_call), __LINE__, __FILE__); \
   } while (0)
+/// KVIKIO_CUDA_DRIVER_TRY throwing CUfileException.
 #define KVIKIO_CUDA_DRIVER_TRY_1(_call) KVIKIO_CUDA_DRIVER_TRY_2(_call, kvikio::CUfileException)
 
 /// KVIKIO_CUFILE_TRY(cufile_call[, exception]): for calls returning CUfileError_t.
 #define KVIKIO_CUFILE_TRY(...)                                              \
   KVIKIO_VA_SELECT_2(__VA_ARGS__, KVIKIO_CUFILE_TRY_2, KVIKIO_CUFILE_TRY_1) \
   (__VA_ARGS__)
+/// KVIKIO_CUFILE_TRY with an exception type.
 #define KVIKIO_CUFILE_TRY_2(_call, _exception_type)                         \
   do {                                                                      \
     kvikio::detail::cufile_try<_exception_type>(_call, __LINE__, __FILE__); \
   } while (0)
+/// KVIKIO_CUFILE_TRY throwing CUfileException.
 #define KVIKIO_CUFILE_TRY_1(_call) KVIKIO_CUFILE_TRY_2(_call, kvikio::CUfileException)
 
 /// KVIKIO_CUFILE_CHECK_BYTES_DONE(nbytes_done[, exception]): for cuFile byte counts.
@@ -194,10 +206,12 @@ void check_linux_call(
   KVIKIO_VA_SELECT_2(                                                                \
     __VA_ARGS__, KVIKIO_CUFILE_CHECK_BYTES_DONE_2, KVIKIO_CUFILE_CHECK_BYTES_DONE_1) \
   (__VA_ARGS__)
+/// KVIKIO_CUFILE_CHECK_BYTES_DONE with an exception type.
 #define KVIKIO_CUFILE_CHECK_BYTES_DONE_2(_nbytes_done, _exception_type)                         \
   do {                                                                                          \
     kvikio::detail::cufile_check_bytes_done<_exception_type>(_nbytes_done, __LINE__, __FILE__); \
   } while (0)
+/// KVIKIO_CUFILE_CHECK_BYTES_DONE throwing CUfileException.
 #define KVIKIO_CUFILE_CHECK_BYTES_DONE_1(_nbytes_done) \
   KVIKIO_CUFILE_CHECK_BYTES_DONE_2(_nbytes_done, kvikio::CUfileException)
 
@@ -207,14 +221,17 @@ void check_linux_call(
   KVIKIO_VA_SELECT_3(                                                                    \
     __VA_ARGS__, KVIKIO_SYSCALL_CHECK_3, KVIKIO_SYSCALL_CHECK_2, KVIKIO_SYSCALL_CHECK_1) \
   (__VA_ARGS__)
+/// KVIKIO_SYSCALL_CHECK of a call that fails with -1.
 #define KVIKIO_SYSCALL_CHECK_1(_return_value)                            \
   do {                                                                   \
     kvikio::detail::check_linux_call(_return_value, __LINE__, __FILE__); \
   } while (0)
+/// KVIKIO_SYSCALL_CHECK with a message appended.
 #define KVIKIO_SYSCALL_CHECK_2(_return_value, _extra_msg)                            \
   do {                                                                               \
     kvikio::detail::check_linux_call(_return_value, __LINE__, __FILE__, _extra_msg); \
   } while (0)
+/// KVIKIO_SYSCALL_CHECK with a message and the failing return value.
 #define KVIKIO_SYSCALL_CHECK_3(_return_value, _extra_msg, _error_value)                            \
   do {                                                                                             \
     kvikio::detail::check_linux_call(_return_value, __LINE__, __FILE__, _extra_msg, _error_value); \

@@ -46,6 +46,7 @@ inline constexpr std::size_t unspecified_offset = std::numeric_limits<std::size_
 /// finishes, even if the handle is closed meanwhile.
 class KVIKIO_EXPORT FileHandle {
  public:
+  /// rw-r--r--: the default mode of a file the constructor creates.
   static constexpr mode_t m644 = S_IRUSR | S_IWUSR | S_IRGRP | S_IROTH;
 
   FileHandle() noexcept;
@@ -58,12 +59,15 @@ class KVIKIO_EXPORT FileHandle {
              const std::string& flags = "r",
              mode_t mode              = m644,
              CompatMode compat_mode   = defaults::compat_mode());
+  /// Moves the open file; `other` is left closed.
   FileHandle(FileHandle&&) noexcept;
+  /// Closes this file and takes `other`'s; `other` is left closed.
   FileHandle& operator=(FileHandle&&) noexcept;
   FileHandle(const FileHandle&)            = delete;
   FileHandle& operator=(const FileHandle&) = delete;
   ~FileHandle() noexcept;
 
+  /// Whether the file is closed (or was moved from).
   [[nodiscard]] bool closed() const noexcept;
   /// Closes the file. Idempotent; the handle is closed afterwards even when this throws.
   /// Throws GenericSystemError (with errno, naming the file) when close(2) fails, for example
@@ -153,6 +157,8 @@ class KVIKIO_EXPORT FileHandle {
                    off_t* devPtr_offset_p,
                    ssize_t* bytes_written_p,
                    CUstream stream);
+  /// Like write_async(pointers), with the arguments kept in the returned future, which must stay
+  /// alive until the operation ran (e.g. until check_bytes_done()).
   [[nodiscard]] StreamFuture write_async(void* devPtr_base,
                                          std::size_t size,
                                          off_t file_offset   = 0,

@@ -35,19 +35,26 @@ class KVIKIO_EXPORT MmapHandle {
              std::size_t initial_map_offset              = 0,
              mode_t mode                                 = FileHandle::m644,
              std::optional<int> map_flags                = std::nullopt);
+  /// Moves the mapping; `other` is left closed.
   MmapHandle(MmapHandle&&) noexcept;
+  /// Unmaps this mapping and takes `other`'s; `other` is left closed.
   MmapHandle& operator=(MmapHandle&&) noexcept;
   MmapHandle(const MmapHandle&)            = delete;
   MmapHandle& operator=(const MmapHandle&) = delete;
   ~MmapHandle() noexcept;
 
+  /// Whether the mapping is closed (or was moved from).
   [[nodiscard]] bool closed() const noexcept { return closed_; }
+  /// Unmaps and closes the file (idempotent).
   void close() noexcept;
 
+  /// Size of the file in bytes, as when it was mapped. Throws when closed.
   [[nodiscard]] std::size_t file_size() const;
   /// Alias of file_size() (upstream's name).
   [[nodiscard]] std::size_t nbytes() const { return file_size(); }
+  /// Bytes mapped.
   [[nodiscard]] std::size_t initial_map_size() const noexcept { return map_size_; }
+  /// File offset where the mapping starts.
   [[nodiscard]] std::size_t initial_map_offset() const noexcept { return map_offset_; }
   /// Address of the first mapped byte (file offset initial_map_offset()).
   [[nodiscard]] const void* base_address() const noexcept { return map_data_; }

@@ -69,11 +69,15 @@ KVIKIO_EXPORT std::string to_string(RemoteEndpointType type);
 /// `http_status()` is the last HTTP status received, 0 when no response arrived.
 class KVIKIO_EXPORT RemoteError : public Error {
  public:
+  /// An error with message `what`, the redacted `url`, and the last HTTP status (0 when no response
+  /// came).
   RemoteError(const std::string& what, std::string url, long http_status)
     : Error(what), url_(std::move(url)), http_status_(http_status)
   {
   }
+  /// The URL, with credentials, signatures and tokens removed.
   [[nodiscard]] const std::string& url() const noexcept { return url_; }
+  /// The last HTTP status received, 0 when no response arrived.
   [[nodiscard]] long http_status() const noexcept { return http_status_; }
 
  private:
@@ -85,12 +89,14 @@ class KVIKIO_EXPORT RemoteError : public Error {
 /// after the last attempt).
 class KVIKIO_EXPORT RemoteHttpError : public RemoteError {
  public:
+  /// Takes RemoteError's constructor.
   using RemoteError::RemoteError;
 };
 
 /// No usable response: connection refused or dropped, TLS failure, DNS failure, ...
 class KVIKIO_EXPORT RemoteTransportError : public RemoteError {
  public:
+  /// Takes RemoteError's constructor.
   using RemoteError::RemoteError;
 };
 
@@ -104,12 +110,14 @@ class KVIKIO_EXPORT RemoteTimeoutError : public RemoteTransportError {
 /// Content-Range other than the one asked for).
 class KVIKIO_EXPORT RemoteRangeError : public RemoteError {
  public:
+  /// Takes RemoteError's constructor.
   using RemoteError::RemoteError;
 };
 
 /// The body was shorter than the range asked for, on every attempt.
 class KVIKIO_EXPORT RemoteTruncatedError : public RemoteError {
  public:
+  /// Takes RemoteError's constructor.
   using RemoteError::RemoteError;
 };
 
@@ -118,6 +126,7 @@ class KVIKIO_EXPORT RemoteTruncatedError : public RemoteError {
 /// two versions of an object.
 class KVIKIO_EXPORT RemoteObjectChangedError : public RemoteError {
  public:
+  /// Takes RemoteError's constructor.
   using RemoteError::RemoteError;
 };
 
@@ -126,6 +135,7 @@ class KVIKIO_EXPORT RemoteObjectChangedError : public RemoteError {
 /// When a write handle throws one of these from `close`, the upload was aborted first.
 class KVIKIO_EXPORT RemoteWriteError : public RemoteError {
  public:
+  /// Takes RemoteError's constructor.
   using RemoteError::RemoteError;
 };
 
@@ -147,6 +157,7 @@ class KVIKIO_EXPORT RemoteWritePastEndError : public RemoteWriteError {
 /// handle, any IO after `close` or `abort`. `http_status()` is 0 (nothing was sent).
 class KVIKIO_EXPORT RemoteModeError : public RemoteError {
  public:
+  /// Takes RemoteError's constructor.
   using RemoteError::RemoteError;
 };
 
@@ -186,8 +197,11 @@ class KVIKIO_EXPORT RemoteEndpoint {
   [[nodiscard]] const std::string& url() const noexcept { return url_; }
 
  protected:
+  /// For subclasses: the endpoint's kind and the URL its requests go to.
   RemoteEndpoint(RemoteEndpointType type, std::string url);
+  /// The endpoint's kind.
   RemoteEndpointType type_;
+  /// The URL requests go to (unredacted).
   std::string url_;
 
  private:
@@ -267,6 +281,7 @@ class KVIKIO_EXPORT S3PublicEndpoint : public RemoteEndpoint {
   void setopt(CurlHandle& curl) override;
   [[nodiscard]] std::string str() const override;
   std::size_t get_file_size() override;
+  /// Whether `url` is an s3:// URL or an http(s) URL of an S3 object that this endpoint accepts.
   static bool is_url_valid(const std::string& url) noexcept;
 };
 
@@ -274,6 +289,8 @@ class KVIKIO_EXPORT S3PublicEndpoint : public RemoteEndpoint {
 /// a one-byte GET's Content-Range rather than HEAD.
 class KVIKIO_EXPORT S3EndpointWithPresignedUrl : public RemoteEndpoint {
  public:
+  /// `presigned_url` is the full URL with its query string (X-Amz-Signature, ...). Throws
+  /// std::invalid_argument when it is not an http(s) URL with a signature.
   explicit S3EndpointWithPresignedUrl(std::string presigned_url);
   void setopt(CurlHandle& curl) override;
   [[nodiscard]] std::string str() const override;
@@ -372,18 +389,22 @@ class KVIKIO_EXPORT RemoteHandle {
                RemoteOpenMode mode,
                RemoteWriteOptions options = {});
 
-  RemoteHandle(RemoteHandle&&) noexcept            = default;
+  /// Moves the handle; `other` is left without an endpoint.
+  RemoteHandle(RemoteHandle&&) noexcept = default;
+  /// Moves the handle; `other` is left without an endpoint.
   RemoteHandle& operator=(RemoteHandle&&) noexcept = default;
   RemoteHandle(const RemoteHandle&)                = delete;
   RemoteHandle& operator=(const RemoteHandle&)     = delete;
   ~RemoteHandle();
 
+  /// The kind of endpoint this handle reads from.
   [[nodiscard]] RemoteEndpointType remote_endpoint_type() const noexcept;
   /// The object's size in bytes (known since construction; no request). On a write handle: the
   /// declared size, else the end of the furthest write so far.
   [[nodiscard]] std::size_t nbytes() const noexcept;
   /// What the handle was opened for.
   [[nodiscard]] RemoteOpenMode mode() const noexcept { return mode_; }
+  /// The endpoint this handle reads from.
   [[nodiscard]] const RemoteEndpoint& endpoint() const noexcept { return *endpoint_; }
 
   /// Reads `size` bytes at `file_offset` into `buf` (host or device memory; device memory is

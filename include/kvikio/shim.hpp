@@ -16,9 +16,13 @@ namespace kvikio {
 /// its driver opened); `reason` why not ("library missing: ...", "symbol missing: ...",
 /// "driver failed to open: ...") or what was loaded.
 struct KVIKIO_EXPORT LibraryStatus {
+  /// "libcuda", "libcufile" or "libcurl".
   std::string library;
+  /// What was passed to dlopen.
   std::string path;
+  /// Whether the library is usable (for libcufile: loaded and its driver opened).
   bool loaded;
+  /// Why not, or what was loaded.
   std::string reason;
 };
 
@@ -34,6 +38,7 @@ KVIKIO_EXPORT bool is_cufile_library_available();
 KVIKIO_EXPORT bool is_cufile_available();
 /// cuFile's batch API / stream API are usable.
 KVIKIO_EXPORT bool is_batch_api_available();
+/// cuFile's stream API (cuFileReadAsync/cuFileWriteAsync) is usable.
 KVIKIO_EXPORT bool is_stream_api_available();
 /// cuFileGetVersion() (e.g. 1150 for 1.15), 0 when unknown or not loaded.
 KVIKIO_EXPORT int cufile_version();

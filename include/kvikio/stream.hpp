@@ -12,6 +12,7 @@
 
 struct CUstream_st;
 // Same declaration as cuda.h's; repeating an identical typedef is valid C++.
+/// The CUDA driver's stream handle (as cuda.h declares it; no CUDA header is needed).
 typedef struct CUstream_st* CUstream;  // NOLINT(modernize-use-using)
 struct CUctx_st;
 
@@ -23,13 +24,17 @@ namespace kvikio {
 class KVIKIO_EXPORT StreamFuture {
  public:
   StreamFuture() noexcept = default;
+  /// Copies the arguments into a malloc'd block and takes `context` (the current one when null) for
+  /// the IO on `stream`.
   StreamFuture(void* devPtr_base,
                std::size_t size,
                off_t file_offset,
                off_t devPtr_offset,
                CUstream stream,
                CUctx_st* context = nullptr);
+  /// Takes `o`'s argument block; `o` is left empty.
   StreamFuture(StreamFuture&& o) noexcept;
+  /// Waits for this future's operation, then takes `o`'s argument block; `o` is left empty.
   StreamFuture& operator=(StreamFuture&& o) noexcept;
   StreamFuture(const StreamFuture&)            = delete;
   StreamFuture& operator=(const StreamFuture&) = delete;
@@ -71,6 +76,7 @@ KVIKIO_EXPORT void stream_synchronize(CUstream stream, const void* device_ptr = 
 /// cuFileStreamRegister / cuFileStreamDeregister (flags as cuFile defines them). No-ops when
 /// cuFile's stream API is not usable. Throws CUfileException on failure.
 KVIKIO_EXPORT void stream_register(CUstream stream, unsigned flags);
+/// Undoes stream_register(); a no-op without cuFile's stream API.
 KVIKIO_EXPORT void stream_deregister(CUstream stream);
 
 }  // namespace kvikio

@@ -22,9 +22,12 @@
 
 struct CUctx_st;
 // The same declarations as cuda.h's (64-bit); repeating an identical typedef is valid C++.
-typedef struct CUctx_st* CUcontext;         // NOLINT(modernize-use-using)
+/// The CUDA driver's context handle (as cuda.h declares it).
+typedef struct CUctx_st* CUcontext;  // NOLINT(modernize-use-using)
+/// A device address (as cuda.h declares it).
 typedef unsigned long long CUdeviceptr_v2;  // NOLINT(modernize-use-using)
-typedef CUdeviceptr_v2 CUdeviceptr;         // NOLINT(modernize-use-using)
+/// A device address (as cuda.h declares it).
+typedef CUdeviceptr_v2 CUdeviceptr;  // NOLINT(modernize-use-using)
 
 namespace kvikio {
 
@@ -33,6 +36,7 @@ KVIKIO_EXPORT std::size_t get_page_size();
 
 /// `x` as off_t / ssize_t; throws std::overflow_error when it does not fit.
 [[nodiscard]] KVIKIO_EXPORT off_t convert_size2off(std::size_t x);
+/// `x` as a signed size. Throws std::overflow_error when it does not fit.
 [[nodiscard]] KVIKIO_EXPORT ssize_t convert_size2ssize(std::size_t x);
 /// A pointer as a CUdeviceptr.
 [[nodiscard]] KVIKIO_EXPORT CUdeviceptr convert_void2deviceptr(const void* devPtr);
@@ -49,6 +53,7 @@ template <typename T, std::enable_if_t<std::is_integral_v<T>>* = nullptr>
   }
   return static_cast<std::int64_t>(value);
 }
+/// `value` unchanged: libkvikio's conversion to a 64-bit integer, for code written against it.
 [[nodiscard]] inline std::uint64_t convert_to_64bit(std::uint64_t value) { return value; }
 /// A floating-point value as a double.
 template <typename T, std::enable_if_t<std::is_floating_point_v<T>>* = nullptr>
@@ -82,6 +87,7 @@ KVIKIO_EXPORT bool is_host_memory(const void* ptr);
 /// Pushes `ctx` onto this thread's context stack for the object's lifetime.
 class KVIKIO_EXPORT PushAndPopContext {
  public:
+  /// Makes `ctx` current on this thread until destruction, which restores the previous context.
   PushAndPopContext(CUcontext ctx);  // NOLINT(google-explicit-constructor): as libkvikio
   PushAndPopContext(const PushAndPopContext&)            = delete;
   PushAndPopContext& operator=(const PushAndPopContext&) = delete;

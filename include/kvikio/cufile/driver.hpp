@@ -32,18 +32,32 @@ class KVIKIO_EXPORT DriverProperties {
   /// GPUDirect Storage proper (the nvidia-fs driver) is present: nvfs version is not 0.0.
   /// False when cuFile is not usable; never throws.
   bool is_gds_available();
+  /// Major version of the nvidia-fs kernel driver.
   [[nodiscard]] unsigned int get_nvfs_major_version();
+  /// Minor version of the nvidia-fs kernel driver.
   [[nodiscard]] unsigned int get_nvfs_minor_version();
+  /// Whether cuFile may fall back to its own compatibility mode (`allow_compat_mode` of
+  /// cufile.json).
   [[nodiscard]] bool get_nvfs_allow_compat_mode();
+  /// Whether cuFile polls for completion of small IO instead of waiting for an interrupt.
   [[nodiscard]] bool get_nvfs_poll_mode();
+  /// The largest IO (in KiB) that is polled when poll mode is on.
   [[nodiscard]] std::size_t get_nvfs_poll_thresh_size();
+  /// Turns poll mode on or off.
   void set_nvfs_poll_mode(bool enable);
+  /// Sets the largest IO (in KiB) that poll mode polls.
   void set_nvfs_poll_thresh_size(std::size_t size_in_kb);
+  /// Size (in KiB) of cuFile's cache of device bounce buffers.
   [[nodiscard]] std::size_t get_max_device_cache_size();
+  /// Sets the size (in KiB) of cuFile's device bounce buffer cache.
   void set_max_device_cache_size(std::size_t size_in_kb);
+  /// Size (in KiB) of each of cuFile's per-buffer caches (read-only).
   [[nodiscard]] std::size_t get_per_buffer_cache_size();
+  /// Largest amount (in KiB) of pinned memory cuFile may use.
   [[nodiscard]] std::size_t get_max_pinned_memory_size();
+  /// Sets the largest amount (in KiB) of pinned memory cuFile may use.
   void set_max_pinned_memory_size(std::size_t size_in_kb);
+  /// Most operations in one cuFile batch (read-only).
   [[nodiscard]] std::size_t get_max_batch_io_size();
 
  private:
@@ -66,6 +80,7 @@ KVIKIO_EXPORT DriverProperties get_driver_properties();
 /// max_batch_io_size (read-only), poll_mode, poll_thresh_size, max_device_cache_size,
 /// max_pinned_memory_size (settable). Thread safe.
 namespace cufile_driver {
+/// A property's value: a flag or a number.
 using Value = std::variant<bool, std::size_t>;
 /// Every property name, in a fixed order.
 KVIKIO_EXPORT std::vector<std::string> property_names();

@@ -13,17 +13,22 @@
 #if __has_include(<cufile.h>) && __has_include(<cuda.h>)
 #include <cufile.h>
 #else
+/// Defined when cufile.h is not found: the stand-in types below are used instead.
 #define KVIKIO_CUFILE_STANDIN_TYPES 1
 /// The first cuFile operation error code (cuFile's CUFILEOP_BASE_ERR).
 #define CUFILEOP_BASE_ERR 5000
 /// cuFile's error code (an enum in cufile.h).
 using CUfileOpError = int;
+/// cuFile's success code.
 #define CU_FILE_SUCCESS 0
+/// cuFile's code for a CUDA driver error (`cu_err` holds it).
 #define CU_FILE_CUDA_DRIVER_ERROR (CUFILEOP_BASE_ERR + 11)
 /// A cuFile status: `err` a CUfileOpError, `cu_err` a CUresult when err is
 /// CU_FILE_CUDA_DRIVER_ERROR.
 typedef struct CUfileError {  // NOLINT(modernize-use-using)
+  /// cuFile's error code.
   CUfileOpError err;
+  /// The CUDA driver error, when `err` is CU_FILE_CUDA_DRIVER_ERROR.
   int cu_err;
 } CUfileError_t;
 /// The direction of a batch operation.
@@ -40,8 +45,11 @@ typedef enum CUFILEStatus_enum {  // NOLINT(modernize-use-using)
 } CUfileStatus_t;
 /// One finished batch operation: `ret` the bytes moved.
 typedef struct CUfileIOEvents {  // NOLINT(modernize-use-using)
+  /// The cookie of the submitted operation.
   void* cookie;
+  /// Where the operation stands.
   CUfileStatus_t status;
+  /// Bytes moved, once complete.
   std::size_t ret;
 } CUfileIOEvents_t;
 #endif
