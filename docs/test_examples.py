@@ -13,12 +13,18 @@ preceded by a marker comment is skipped, visibly, where what it needs is missing
 
 A page whose blocks are all skipped is reported as skipped, with the reasons; a page with some
 skipped blocks still runs the others and says which were skipped.
+
+Every ```cpp block of the pages and of README.md is compiled against include/ (syntax only,
+C++20, ``$CXX`` or c++): a whole program as it is; a block preceded by
+``<!-- doc-test: fragment -->`` as the body of a function, after an #include of every
+public header, <string> and <vector>. A block that is neither fails (it must say which it is).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import pathlib
 import re
 import subprocess
@@ -134,3 +140,84 @@ def test_examples(page: pathlib.Path, tmp_path: pathlib.Path) -> None:
         import warnings
 
         warnings.warn(f"{page.name}: skipped {len(skipped)} example(s): " + "; ".join(skipped))
+
+
+# ---------------------------------------------------------------------------------------------
+# C++ examples: compiled (syntax only) against the public headers
+# ---------------------------------------------------------------------------------------------
+
+ROOT = DOCS.parent
+CPP_FENCE = re.compile(r"^(\s*)(```+)\s*\{?(cpp|c\+\+)\}?\s*$")
+# A fragment sees every public header (remote_handle.hpp and hdfs.hpp are not in kvikio.hpp).
+FRAGMENT_PRELUDE = "".join(f"#include <kvikio/{h.name}>\n" for h in sorted((ROOT / "include" / "kvikio").glob("*.hpp"))) + \
+    "#include <string>\n#include <vector>\nvoid kvikio_docs_fragment()\n{\n"
+
+
+def cpp_blocks() -> list[tuple[str, dict]]:
+    """(``page:line``, block) for every C++ block of the pages and the README."""
+    out = []
+    files = [p for p in sorted(DOCS.rglob("*.md")) if "_build" not in p.parts] + [ROOT / "README.md"]
+    for path in files:
+        if not path.exists():
+            continue
+        lines = path.read_text().splitlines()
+        marker = None
+        i = 0
+        while i < len(lines):
+            m = MARKER.search(lines[i].strip())
+            if m:
+                marker = m.group(1) or m.group(2)
+                i += 1
+                continue
+            fence = CPP_FENCE.match(lines[i])
+            if fence:
+                indent, ticks = fence.group(1), fence.group(2)
+                body, j = [], i + 1
+                while j < len(lines) and not lines[j].strip().startswith(ticks):
+                    body.append(lines[j][len(indent):] if lines[j].startswith(indent) else lines[j])
+                    j += 1
+                where = f"{path.relative_to(ROOT)}:{i + 2}"
+                out.append((where, {"code": "\n".join(body), "marker": marker}))
+                marker, i = None, j + 1
+                continue
+            if lines[i].strip():
+                marker = None
+            i += 1
+    return out
+
+
+def _compiler() -> str | None:
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    return cxx
+
+
+@pytest.mark.parametrize("where,block", cpp_blocks(), ids=[w for w, _ in cpp_blocks()])
+def test_cpp_examples(where: str, block: dict, tmp_path: pathlib.Path) -> None:
+    cxx = _compiler()
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    code = block["code"]
+    if block["marker"] == "fragment":
+        source = FRAGMENT_PRELUDE + code + "\n}\n"
+        first = FRAGMENT_PRELUDE.count("\n")
+    elif block["marker"] is None and re.search(r"^\s*#include\s*<kvikio/", code, re.M):
+        source, first = code + "\n", 0
+    else:
+        pytest.fail(f"{where}: a C++ block is a whole program with its #include <kvikio/...> lines, "
+                    f"or is marked <!-- doc-test: fragment --> (marker here: {block['marker']!r})")
+    src = tmp_path / "example.cpp"
+    # #line: the compiler's messages point at the page.
+    page, line = where.rsplit(":", 1)
+    src.write_text(f'#line {int(line) - first} "{page}"\n' + source if first == 0 else
+                   source[: len(FRAGMENT_PRELUDE)] + f'#line {line} "{page}"\n' + code + "\n}\n")
+    # version.hpp is made by CMake from version.hpp.in: made here the same way.
+    generated = tmp_path / "include" / "kvikio"
+    generated.mkdir(parents=True)
+    template = (ROOT / "include" / "kvikio" / "version.hpp.in").read_text()
+    (generated / "version.hpp").write_text(re.sub(r"@(\w+)@", lambda m: "0.0.0" if m.group(1) ==
+                                                  "PROJECT_VERSION" else "0", template))
+    cmd = [cxx, "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+           f"-I{ROOT / 'include'}", f"-I{tmp_path / 'include'}", f"-I{os.environ.get('CUDA_HOME', '/usr/local/cuda')}/include",
+           str(src)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"the C++ example at {where} does not compile:\n{result.stderr}"
