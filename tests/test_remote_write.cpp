@@ -16,6 +16,7 @@
 #include <kvikio/hdfs.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "remote/writer.hpp"
 #include "remote_servers.hpp"
 #include "test_utils.hpp"
 
@@ -117,6 +118,33 @@ class RemoteWriteS3 : public ::testing::Test {
 };
 
 }  // namespace
+
+// Multipart parts carry x-amz-checksum-crc32 (and the completion lists them): the CRC must be
+// S3's CRC32 in S3's encoding, or real S3 refuses every part.
+TEST(RemoteWriteChecksum, Crc32IsS3sCrc32InItsBase64Encoding)
+{
+  EXPECT_EQ(kvikio::detail::crc32(std::span<const char>("123456789", 9)), 0xCBF43926U);
+  EXPECT_EQ(kvikio::detail::s3_crc32_text(0xCBF43926U), "y/Q5Jg==");
+  EXPECT_EQ(kvikio::detail::crc32({}), 0U);
+  EXPECT_EQ(kvikio::detail::s3_crc32_text(0), "AAAAAA==");
+  EXPECT_EQ(kvikio::detail::s3_crc32_text(0xFFFFFFFFU), "/////w==");
+  // The sliced loop against the bitwise definition, over every tail length.
+  std::vector<char> data(1000);
+  std::mt19937 rng(15);
+  for (auto& c : data) {
+    c = static_cast<char>(rng());
+  }
+  for (std::size_t n : {1UL, 7UL, 8UL, 9UL, 15UL, 16UL, 999UL, 1000UL}) {
+    std::uint32_t c = 0xFFFFFFFFU;
+    for (std::size_t i = 0; i < n; ++i) {
+      c ^= static_cast<unsigned char>(data[i]);
+      for (int k = 0; k < 8; ++k) {
+        c = (c & 1U) != 0 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
+      }
+    }
+    EXPECT_EQ(kvikio::detail::crc32(std::span<const char>(data.data(), n)), c ^ 0xFFFFFFFFU) << n;
+  }
+}
 
 TEST_F(RemoteWriteS3, RoundTripsByteForByteAroundThePartSize)
 {

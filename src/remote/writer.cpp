@@ -53,6 +53,65 @@ std::string with_query(const std::string& url, const std::string& query)
   return url + (url.find('?') == std::string::npos ? "?" : "&") + query;
 }
 
+// CRC-32 (ISO-HDLC, the one S3 calls CRC32), slicing by 8: about 2 GB/s a core, run on the
+// pool thread that sends the part.
+struct Crc32Tables {
+  std::uint32_t t[8][256]{};
+  constexpr Crc32Tables()
+  {
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) {
+        c = (c & 1U) != 0 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
+      }
+      t[0][i] = c;
+    }
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      for (int s = 1; s < 8; ++s) {
+        t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFFU];
+      }
+    }
+  }
+};
+constexpr Crc32Tables crc32_tables{};
+
+}  // namespace
+
+std::uint32_t crc32(std::span<const char> data) noexcept
+{
+  const auto& t   = crc32_tables.t;
+  std::uint32_t c = 0xFFFFFFFFU;
+  const auto* p   = reinterpret_cast<const unsigned char*>(data.data());
+  std::size_t n   = data.size();
+  for (; n >= 8; n -= 8, p += 8) {
+    // Byte by byte, so the result does not depend on the host's byte order.
+    const std::uint32_t lo = c ^ (std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 |
+                                  std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24);
+    c = t[7][lo & 0xFFU] ^ t[6][(lo >> 8) & 0xFFU] ^ t[5][(lo >> 16) & 0xFFU] ^ t[4][lo >> 24] ^
+        t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
+  }
+  for (; n > 0; --n, ++p) {
+    c = t[0][(c ^ *p) & 0xFFU] ^ (c >> 8);
+  }
+  return c ^ 0xFFFFFFFFU;
+}
+
+std::string s3_crc32_text(std::uint32_t crc)
+{
+  // The big-endian bytes in base64, as S3's x-amz-checksum-crc32 wants them.
+  static constexpr char digits[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::uint64_t v = std::uint64_t{crc} << 16;  // 48 bits: 4 bytes and 2 zero bytes
+  std::string out;
+  for (int shift = 42; shift >= 12; shift -= 6) {
+    out += digits[(v >> shift) & 0x3FU];
+  }
+  out += "==";
+  return out;
+}
+
+namespace {
+
 }  // namespace
 
 // ----------------------------------------------------------------------------- IntervalSet
@@ -339,10 +398,12 @@ void RemoteWriter::upload_job(std::size_t index) noexcept
     std::span<const char> data(part.buf.get(), part.len);
     lock.unlock();
     try {
-      auto etag = upload_part(index, data);
+      std::string checksum;
+      auto etag = upload_part(index, data, checksum);
       lock.lock();
-      part.etag  = std::move(etag);
-      part.state = Part::State::sent;
+      part.etag     = std::move(etag);
+      part.checksum = std::move(checksum);
+      part.state    = Part::State::sent;
     } catch (...) {
       lock.lock();
       fail(std::current_exception());
@@ -389,7 +450,13 @@ void RemoteWriter::ensure_multipart()
   auto r = send_request(
     *endpoint_,
     SendRequest{
-      "POST", with_query(endpoint_->url(), "uploads="), {}, {}, "POST (CreateMultipartUpload) of"});
+      "POST",
+      with_query(endpoint_->url(), "uploads="),
+      {},
+      // Each part carries its CRC32 and S3 checks it, as the AWS SDKs do by default. Without an
+      // algorithm S3 (and moto) compute a full-object CRC64NVME of their own at completion.
+      {"x-amz-checksum-algorithm: CRC32"},
+      "POST (CreateMultipartUpload) of"});
   auto id = xml_field(r.body, "UploadId");
   if (!id || id->empty()) {
     throw RemoteWriteError("kvikio: CreateMultipartUpload of " + shown_ + " (HTTP status " +
@@ -400,9 +467,12 @@ void RemoteWriter::ensure_multipart()
   upload_id_ = *id;
 }
 
-std::string RemoteWriter::upload_part(std::size_t index, std::span<const char> data)
+std::string RemoteWriter::upload_part(std::size_t index,
+                                      std::span<const char> data,
+                                      std::string& checksum)
 {
   const std::string number = std::to_string(index + 1);
+  checksum                 = s3_crc32_text(crc32(data));
   auto r                   = send_request(
     *endpoint_,
     SendRequest{
@@ -410,7 +480,7 @@ std::string RemoteWriter::upload_part(std::size_t index, std::span<const char> d
       with_query(endpoint_->url(),
                  "partNumber=" + number + "&uploadId=" + percent_encode(upload_id_, false)),
       {data},
-      {},
+      {"x-amz-checksum-crc32: " + checksum},
       "PUT (UploadPart " + number + ", " + std::to_string(data.size()) + " bytes) of"});
   if (r.etag.empty()) {
     throw RemoteWriteError("kvikio: UploadPart " + number + " of " + shown_ + " (HTTP status " +
@@ -487,12 +557,12 @@ void RemoteWriter::commit(std::size_t total)
       for (std::size_t k = 0; k < nparts; ++k) {
         Part& p = parts_.at(k);
         if (p.state == Part::State::filling) {
-          p.etag  = upload_part(k, body_of(k));
+          p.etag  = upload_part(k, body_of(k), p.checksum);
           p.state = Part::State::sent;
           p.buf.reset();
         }
         xml += "<Part><PartNumber>" + std::to_string(k + 1) + "</PartNumber><ETag>" + p.etag +
-               "</ETag></Part>";
+               "</ETag><ChecksumCRC32>" + p.checksum + "</ChecksumCRC32></Part>";
       }
       xml += "</CompleteMultipartUpload>";
       auto r = send_request(

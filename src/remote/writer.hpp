@@ -4,6 +4,7 @@
 // commit or abort at the end.
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <map>
@@ -17,6 +18,11 @@
 #include <kvikio/remote_handle.hpp>
 
 namespace kvikio::detail {
+
+/// CRC-32 (the ISO-HDLC polynomial, S3's "CRC32") of `data`.
+std::uint32_t crc32(std::span<const char> data) noexcept;
+/// `crc` as S3's checksum headers and XML carry it: its big-endian bytes in base64.
+std::string s3_crc32_text(std::uint32_t crc);
 
 /// Covered byte ranges [start, end) of one part, merged on insert.
 class IntervalSet {
@@ -69,6 +75,7 @@ class RemoteWriter : public std::enable_shared_from_this<RemoteWriter> {
     int copiers{0};
     enum class State { filling, queued, sent } state{State::filling};
     std::string etag;
+    std::string checksum;  // base64 of its CRC32, once sent
   };
 
   [[nodiscard]] std::size_t part_len(std::size_t index) const noexcept;
@@ -83,7 +90,8 @@ class RemoteWriter : public std::enable_shared_from_this<RemoteWriter> {
   void throw_if_failed() const;     // lock held by the caller
   [[noreturn]] void throw_mode(const std::string& what) const;
   void ensure_multipart();
-  std::string upload_part(std::size_t index, std::span<const char> data);
+  // Sends part `index` with its CRC32 (set into `checksum`); returns its ETag.
+  std::string upload_part(std::size_t index, std::span<const char> data, std::string& checksum);
   void webhdfs_send(std::span<const char> data);
   void commit(std::size_t total);
   void undo() noexcept;

@@ -3,12 +3,16 @@
 Uploads ``--size`` bytes from host memory to a local S3 server (moto, started here on
 loopback unless ``--endpoint`` names one) with ``RemoteFile.open_s3(..., mode="w")`` and with
 boto3's ``upload_fileobj``, both with the same part size and the same concurrency
-(``num_threads`` = boto3's ``max_concurrency``), alternating, in the same run. Reports the
-median of each and the ratio kvikio / boto3 (target >= 1.0). With CuPy and a GPU it also
-uploads from device memory and reports device / host (target >= 0.9).
+(``num_threads`` = boto3's ``max_concurrency``), taking turns (the order flips every
+repetition), against the same server, in the same run. Reports, per client, the parts, part
+size, concurrency, median wall time and MB/s, the local server's CPU seconds per upload, and
+the ratio kvikio / boto3 (target >= 1.0). With CuPy and a GPU it also uploads from device
+memory and reports device / host (target >= 0.9).
 
 The local server is the limit here (moto is a Python program): the figures compare the two
-clients on one server, they are not S3's throughput.
+clients on one server, they are not S3's throughput. Both ask the server for the same work:
+each part with its CRC32 (boto3's default, and kvikio's), so moto builds a composite checksum
+at completion rather than a full-object one of its own.
 """
 
 from __future__ import annotations
@@ -64,6 +68,15 @@ class MotoProcess:
                     self.stop()
                     raise RuntimeError("moto's server did not start (is moto[server] installed?)")
                 time.sleep(0.2)
+
+    def cpu_seconds(self) -> float:
+        """The server's user + system CPU time so far (Linux /proc), 0 where unknown."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return 0.0
 
     @property
     def endpoint(self) -> str:
@@ -138,15 +151,23 @@ def run(size: int, part_size: int, threads: int, repetitions: int, endpoint: str
         except Exception:
             device = None
 
-        times: dict[str, list[float]] = {"kvikio": [], "boto3": [], "kvikio_device": []}
+        clients = {"kvikio": (kvikio_upload, data), "boto3": (boto3_upload, data)}
+        if device is not None:
+            clients["kvikio_device"] = (kvikio_upload, device)
+        times: dict[str, list[float]] = {k: [] for k in clients}
+        server_cpu: dict[str, list[float]] = {k: [] for k in clients}
         with kvikio.defaults.set({"num_threads": threads}):
-            timed(kvikio_upload, data, "warm-kvikio")  # connections, pool, code paths
-            timed(boto3_upload, data, "warm-boto3")
+            for name, (fn, buf) in clients.items():  # connections, pool, code paths
+                timed(fn, buf, f"warm-{name}")
             for i in range(repetitions):
-                times["kvikio"].append(timed(kvikio_upload, data, f"k{i}"))
-                times["boto3"].append(timed(boto3_upload, data, f"b{i}"))
-                if device is not None:
-                    times["kvikio_device"].append(timed(kvikio_upload, device, f"d{i}"))
+                # Alternate the order, so neither client always follows the other's garbage.
+                order = list(clients) if i % 2 == 0 else list(clients)[::-1]
+                for name in order:
+                    fn, buf = clients[name]
+                    cpu0 = server.cpu_seconds() if server else None
+                    times[name].append(timed(fn, buf, f"{name}-{i}"))
+                    if server:
+                        server_cpu[name].append(server.cpu_seconds() - cpu0)
     finally:
         if server is not None:
             server.stop()
@@ -155,8 +176,11 @@ def run(size: int, part_size: int, threads: int, repetitions: int, endpoint: str
     out = {
         "size": size,
         "part_size": part_size,
+        "parts": -(-size // part_size),
         "threads": threads,
         "repetitions": repetitions,
+        "seconds": {k: [round(t, 3) for t in v] for k, v in times.items()},
+        "server_cpu_s": {k: round(statistics.median(v), 2) for k, v in server_cpu.items() if v},
         "kvikio_GBps": gbs["kvikio"],
         "boto3_GBps": gbs["boto3"],
         "kvikio_over_boto3": gbs["kvikio"] / gbs["boto3"],
@@ -186,13 +210,17 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()}))
         return 0
-    print(f"upload {size} bytes, parts of {part}, {a.threads} threads, median of {a.repetitions}")
-    print(f"  kvikio  {r['kvikio_GBps']:8.3f} GB/s")
-    print(f"  boto3   {r['boto3_GBps']:8.3f} GB/s")
+    print(f"upload {size} bytes: {r['parts']} parts of {part}, concurrency {a.threads} each, "
+          f"median of {a.repetitions} (order alternating)")
+    print(f"  {'client':14} {'median s':>9} {'MB/s':>8} {'server CPU s':>13}  each s")
+    for name in r["seconds"]:
+        med = statistics.median(r["seconds"][name])
+        cpu = r["server_cpu_s"].get(name)
+        cpu_text = f"{cpu:13.2f}" if cpu is not None else f"{'-':>13}"
+        print(f"  {name:14} {med:9.3f} {size / med / 1e6:8.1f} {cpu_text}  {r['seconds'][name]}")
     print(f"  kvikio / boto3: {r['kvikio_over_boto3']:.2f}x")
     if "kvikio_device_GBps" in r:
-        print(f"  kvikio from device {r['kvikio_device_GBps']:8.3f} GB/s "
-              f"({r['device_over_host']:.2f}x of host)")
+        print(f"  kvikio from device / from host: {r['device_over_host']:.2f}x")
     else:
         print("  (no GPU: device-memory upload not measured)")
     return 0
