@@ -8,8 +8,22 @@ preceded by a marker comment is skipped, visibly, where what it needs is missing
     <!-- doc-test: gpu -->       (Markdown)   .. doc-test: gpu   (reST comment)
 
 - ``gpu``: needs CuPy and a CUDA device; runs when both are there.
-- ``network``: needs a real remote server (S3, a public URL); always skipped here.
-- ``skip``: never run (say why in the text).
+- ``network``: reads or writes remote files; runs against loopback servers (below).
+- ``skip``: never run; the page must say why, and the block must be listed in ``NOT_RUN``
+  with the reason (an unlisted ``skip`` fails).
+
+Remote examples: a page with a ``network`` block gets, once per session, the loopback servers
+of python/tests/remote_servers.py (tests/servers/: the HTTP range server, moto's S3 server
+with SigV4 checked, the WebHDFS name node + data node), holding the objects and files the
+pages read. Their addresses reach the page's interpreter as environment variables, which the
+examples read with ``os.environ.get(NAME, <a real-world default>)``:
+
+- ``KVIKIO_DOCS_HTTP_URL``: the URL of a file on the HTTP server;
+- ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+  ``AWS_DEFAULT_REGION``: the S3 server and valid credentials (S3 calls read these anyway);
+- ``KVIKIO_DOCS_WEBHDFS_URL``: the WebHDFS name node, ``http://127.0.0.1:<port>``.
+
+What a page writes is checked on the server's side after it ran (``AFTER``).
 
 A page whose blocks are all skipped is reported as skipped, with the reasons; a page with some
 skipped blocks still runs the others and says which were skipped.
@@ -34,6 +48,7 @@ import textwrap
 import pytest
 
 DOCS = pathlib.Path(__file__).resolve().parent
+ROOT = DOCS.parent
 MARKER = re.compile(r"(?:<!--\s*doc-test:\s*([\w-]+)\s*-->|^\.\.\s+doc-test:\s*([\w-]+)\s*$)")
 
 
@@ -97,16 +112,107 @@ def gpu_available() -> bool:
         return False
 
 
-def skip_reason(marker: str | None, have_gpu: bool) -> str | None:
-    if marker is None:
+# The blocks that cannot run here, ``page:line`` -> why. A ``skip`` marker not listed here fails,
+# so no example stops running unnoticed. Empty: every remote example runs on loopback.
+NOT_RUN: dict[str, str] = {}
+
+
+def skip_reason(marker: str | None, have_gpu: bool, where: str) -> str | None:
+    if marker is None or marker == "network":
         return None
     if marker == "gpu":
         return None if have_gpu else "needs CuPy and a CUDA device"
-    if marker == "network":
-        return "needs a remote server"
     if marker == "skip":
-        return "marked skip"
+        if where not in NOT_RUN:
+            pytest.fail(f"{where} is marked doc-test: skip but is not listed in NOT_RUN with why")
+        return NOT_RUN[where]
     raise ValueError(f"unknown doc-test marker {marker!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Loopback servers for the remote examples
+# ---------------------------------------------------------------------------------------------
+
+# The objects and files the remote examples read, by server: (what, size in bytes).
+HTTP_FILES = {"data.bin": 1_000_003}
+S3_OBJECTS = {("my-bucket", "data.bin"): 1_000_003, ("my-bucket", "path/to/object.bin"): 65_537}
+WEBHDFS_FILES = {"user/me/log.txt": b"first line\n"}
+
+
+class RemoteServers:
+    """The three servers of one session and the environment that points at them."""
+
+    def __init__(self, root: pathlib.Path) -> None:
+        sys.path.insert(0, str(ROOT / "python" / "tests"))
+        try:
+            import remote_servers as rs
+        finally:
+            sys.path.pop(0)
+        import numpy as np
+
+        self.root = root
+        rng = np.random.default_rng(20261129)
+        (root / "http").mkdir()
+        for name, size in HTTP_FILES.items():
+            (root / "http" / name).write_bytes(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
+        for path, data in WEBHDFS_FILES.items():
+            (root / "hdfs" / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / "hdfs" / path).write_bytes(data)
+        self.servers = []
+        try:
+            self.http = self._start(rs.ServerProcess("range_server.py", "--root", str(root / "http")))
+            self.webhdfs = self._start(rs.ServerProcess("webhdfs_server.py", "--root", str(root / "hdfs")))
+            self.s3 = self._start(rs.ServerProcess("s3_server.py"))
+            creds = self.s3.command(cmd="setup", bucket="my-bucket")
+            (root / "s3").mkdir()
+            for i, ((bucket, key), size) in enumerate(S3_OBJECTS.items()):
+                if bucket != "my-bucket":
+                    self.s3.command(cmd="bucket", bucket=bucket)
+                src = root / "s3" / str(i)
+                src.write_bytes(rng.integers(0, 256, size, dtype=np.uint8).tobytes())
+                self.s3.command(cmd="put", bucket=bucket, key=key, path=str(src))
+            self.s3.command(cmd="auth", on=True)  # from here on every request must be signed
+        except BaseException:
+            self.stop()
+            raise
+        self.env = {
+            "KVIKIO_DOCS_HTTP_URL": f"http://127.0.0.1:{self.http.port}/data.bin",
+            "KVIKIO_DOCS_WEBHDFS_URL": f"http://127.0.0.1:{self.webhdfs.port}",
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.s3.port}",
+            "AWS_DEFAULT_REGION": rs.S3_REGION,
+            "AWS_ACCESS_KEY_ID": creds["key"],
+            "AWS_SECRET_ACCESS_KEY": creds["secret"],
+            # A proxy of the user's must not see loopback requests.
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
+
+    def _start(self, server):
+        self.servers.append(server)
+        return server
+
+    def stop(self) -> None:
+        for server in reversed(self.servers):
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def remote_servers(tmp_path_factory):
+    servers = RemoteServers(tmp_path_factory.mktemp("docs-remote"))
+    yield servers
+    servers.stop()
+
+
+def _check_remote_files_writes(servers: RemoteServers) -> None:
+    """guides/remote-files.md's writes, seen from the servers' side."""
+    assert servers.s3.command(cmd="exists", bucket="my-bucket", key="out/a.bin")["exists"]
+    assert servers.s3.command(cmd="uploads", bucket="my-bucket")["count"] == 0
+    log = (servers.root / "hdfs" / "user" / "me" / "log.txt").read_bytes()
+    assert log == WEBHDFS_FILES["user/me/log.txt"] + b"one more line\n"
+
+
+# After a page ran: checks of what it wrote, by page.
+AFTER = {"guides/remote-files.md": _check_remote_files_writes}
 
 
 RUNNER = """
@@ -119,22 +225,32 @@ for b in blocks:
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(DOCS)))
-def test_examples(page: pathlib.Path, tmp_path: pathlib.Path) -> None:
+def test_examples(page: pathlib.Path, tmp_path: pathlib.Path, request) -> None:
     have_gpu = gpu_available()
-    run, skipped = [], []
+    run, skipped, network = [], [], False
     for b in extract(page):
         where = f"{page.relative_to(DOCS.parent)}:{b['line']}"
-        reason = skip_reason(b["marker"], have_gpu)
+        reason = skip_reason(b["marker"], have_gpu, where)
         if reason:
             skipped.append(f"{where} ({reason})")
         else:
             run.append({"code": b["code"], "where": where})
+            network = network or b["marker"] == "network"
     if not run:
         pytest.skip("every example skipped: " + "; ".join(skipped))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KVIKIO_")}
+    # The user's own settings and AWS configuration must not change what a page does.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KVIKIO_", "AWS_"))}
+    servers = None
+    if network:
+        servers = request.getfixturevalue("remote_servers")
+        env.update(servers.env)
     result = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps(run), cwd=tmp_path,
                             env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"an example of {page.name} failed:\n{result.stderr}"
+    check = AFTER.get(str(page.relative_to(DOCS)))
+    if check is not None:
+        assert servers is not None, f"{page.name} has writes to check but no network block"
+        check(servers)
     if skipped:
         # Shown by pytest -rw: the blocks that did not run on this machine.
         import warnings
@@ -146,7 +262,6 @@ def test_examples(page: pathlib.Path, tmp_path: pathlib.Path) -> None:
 # C++ examples: compiled (syntax only) against the public headers
 # ---------------------------------------------------------------------------------------------
 
-ROOT = DOCS.parent
 CPP_FENCE = re.compile(r"^(\s*)(```+)\s*\{?(cpp|c\+\+)\}?\s*$")
 # A fragment sees every public header (remote_handle.hpp and hdfs.hpp are not in kvikio.hpp).
 FRAGMENT_PRELUDE = "".join(f"#include <kvikio/{h.name}>\n" for h in sorted((ROOT / "include" / "kvikio").glob("*.hpp"))) + \

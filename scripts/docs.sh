@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the documentation site into build/docs/html (entry page: build/docs/html/index.html)
-# with warnings as errors, then runs every Python example of its pages as a test.
+# with warnings as errors, then runs every Python example of its pages as a test (the remote
+# examples against loopback HTTP, S3 (moto) and WebHDFS servers: no network needed).
 # Installs nothing: scripts/bootstrap.sh installs Doxygen and docs/requirements.txt, and the
 # kvikio package must be installed in the interpreter used, by default .venv/bin/python
 # (scripts/test.sh makes it), else KVIKIO_DOCS_PYTHON, else python3.
@@ -13,7 +14,7 @@ if [ -z "$PY" ]; then
   if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
 fi
 missing=()
-for m in sphinx breathe myst_parser matplotlib pytest kvikio; do
+for m in sphinx breathe myst_parser matplotlib pytest moto boto3 kvikio; do
   "$PY" -c "import $m" 2>/dev/null || missing+=("$m")
 done
 command -v doxygen >/dev/null || missing+=(doxygen)
