@@ -4,6 +4,7 @@
 #include <kvikio/batch_io.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <atomic>
 #include <exception>
 #include <limits>
@@ -20,6 +21,7 @@
 #include "api/open_handle.hpp"
 #include "core/open_file.hpp"
 #include "core/parallel_io.hpp"
+#include "core/posix_io.hpp"
 #include "core/uring_io.hpp"
 #include "device/pointer.hpp"
 
@@ -55,7 +57,7 @@ void with_index(std::size_t i, F&& check)
 }
 
 struct Item {
-  std::shared_ptr<detail::OpenHandle> handle;
+  detail::OpenHandle* handle;  // kept alive by BatchState::handles
   detail::PointerInfo info;
   char* buf;
   std::size_t size;
@@ -72,11 +74,14 @@ struct Piece {
 /// Every request of the batch and its results; shared by the jobs on the pool.
 struct BatchState {
   Direction direction;
+  bool uring{false};      // host requests through io_uring, else POSIX calls on the pool threads
+  bool direct_io{false};  // the setting for `direction`, read once per batch
+  std::vector<std::shared_ptr<detail::OpenHandle>> handles;  // each file once
   std::vector<Item> items;
-  std::vector<detail::UringRequest> host;  // host requests (all of them, or none)
+  std::vector<detail::UringRequest> host;  // host requests, in slices of `chunk`
   std::vector<std::size_t> host_index;     // host[k] is a piece of items[host_index[k]]
-  std::vector<Piece> pool_pieces;          // pieces run one by one on the pool
-  std::size_t chunk{1};                    // host requests per io_uring share
+  std::vector<Piece> pool_pieces;          // device pieces, run one by one on the pool
+  std::size_t chunk{1};                    // host requests per slice
   std::atomic<std::size_t> next_chunk{0};
   std::atomic<std::size_t> next_item{0};
   std::atomic<std::size_t> remaining_jobs{0};
@@ -96,22 +101,37 @@ struct BatchState {
   }
   void run() noexcept
   {
+    // Slices of host requests, each on this thread's own ring (or plain calls): one atomic
+    // step per slice, not per request, and the bytes summed locally.
     const std::size_t chunks = (host.size() + chunk - 1) / chunk;
+    std::size_t moved        = 0;
     for (std::size_t c = next_chunk++; c < chunks; c = next_chunk++) {
       const std::size_t begin = c * chunk;
       const std::size_t n     = std::min(chunk, host.size() - begin);
       std::span<detail::UringRequest> share(host.data() + begin, n);
-      detail::uring_io(direction, share);
+      if (uring) {
+        detail::uring_io(direction, share);
+        for (std::size_t k = begin; k < begin + n; ++k) {
+          moved += host[k].done;
+          if (host[k].error) { fail(host_index[k], host[k].error); }
+        }
+        continue;
+      }
       for (std::size_t k = begin; k < begin + n; ++k) {
-        bytes += host[k].done;
-        if (host[k].error) { fail(host_index[k], host[k].error); }
+        const auto& r = host[k];
+        try {
+          moved += detail::posix_host_io(
+            direction, items[host_index[k]].handle->file, r.buf, r.size, r.offset, direct_io);
+        } catch (...) {
+          fail(host_index[k], std::current_exception());
+        }
       }
     }
     for (std::size_t i = next_item++; i < pool_pieces.size(); i = next_item++) {
       const auto& piece = pool_pieces[i];
       const auto& it    = items[piece.item];
       try {
-        bytes += detail::batch_move_piece(direction,
+        moved += detail::batch_move_piece(direction,
                                           *it.handle,
                                           it.info,
                                           it.buf + piece.buf_offset,
@@ -121,6 +141,7 @@ struct BatchState {
         fail(piece.item, std::current_exception());
       }
     }
+    bytes += moved;
     if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
   }
   void finish()
@@ -144,20 +165,47 @@ bool use_uring()
   return detail::uring_available();
 }
 
-std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIORequest>& requests)
+/// The checks and set-up of a batch run on the calling thread, serially, so they cost little
+/// per request: each file is looked up, checked and measured once (not once per request), and
+/// a request inside the device allocation of the one before reuses its pointer attributes.
+/// `request(i)` gives (FileHandle*, buf, size, file_offset) of request i.
+template <typename Request>
+std::future<std::size_t> run_batch(Direction direction, std::size_t count, Request request)
 {
   const char* op   = direction == Direction::read ? "pread_batch" : "pwrite_batch";
-  const bool uring = use_uring();
   auto state       = std::make_shared<BatchState>();
   state->direction = direction;
-  state->items.reserve(requests.size());
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const auto& r = requests[i];
+  state->uring     = use_uring();
+  state->direct_io = direction == Direction::read ? defaults::auto_direct_io_read()
+                                                  : defaults::auto_direct_io_write();
+  state->items.reserve(count);
+  const FileHandle* last_file = nullptr;
+  detail::OpenHandle* handle  = nullptr;
+  std::size_t file_size       = 0;  // of `handle`, for reads
+  std::unordered_map<const FileHandle*, std::pair<detail::OpenHandle*, std::size_t>> files;
+  detail::PointerInfo last_info;
+  for (std::size_t i = 0; i < count; ++i) {
+    const FileIORequest r = request(i);
     with_index(i, [&] {
       if (r.file == nullptr) { throw std::invalid_argument(std::string(op) + ": null file"); }
-      auto handle = detail::FileHandleAccess::state(*r.file);
-      if (!handle) { throw std::invalid_argument("IO on closed file '" + r.file->path() + "'"); }
-      handle->file.require(direction);
+      if (r.file != last_file) {
+        auto known = files.find(r.file);
+        if (known == files.end()) {
+          const auto& shared = detail::FileHandleAccess::state(*r.file);
+          if (!shared) {
+            throw std::invalid_argument("IO on closed file '" + r.file->path() + "'");
+          }
+          shared->file.require(direction);
+          // Reads stop at the end of the file: sizes are clamped once here, so that every
+          // path (io_uring, plain calls, the device pipeline) gives the same short count.
+          const std::size_t n = direction == Direction::read ? shared->file.nbytes() : 0;
+          state->handles.push_back(shared);
+          known = files.emplace(r.file, std::make_pair(shared.get(), n)).first;
+        }
+        last_file = r.file;
+        handle    = known->second.first;
+        file_size = known->second.second;
+      }
       constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
       if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
         throw std::overflow_error(
@@ -165,7 +213,17 @@ std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIO
           " overflows the largest file offset for '" + r.file->path() + "'");
       }
       auto* buf = static_cast<char*>(r.buf);
-      auto info = r.size > 0 ? detail::get_pointer_info(buf) : detail::PointerInfo{};
+      detail::PointerInfo info;
+      if (r.size > 0) {
+        const auto p = reinterpret_cast<std::uintptr_t>(buf);
+        if (last_info.kind == detail::MemoryKind::DEVICE && p >= last_info.base &&
+            p - last_info.base < last_info.alloc_size) {
+          info = last_info;  // the same live allocation: the same attributes
+        } else {
+          info      = detail::get_pointer_info(buf);
+          last_info = info;
+        }
+      }
       if (!info.host_accessible()) {  // the message is built only where it may be needed
         detail::check_device_range(info,
                                    buf,
@@ -173,32 +231,23 @@ std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIO
                                    std::string(op) + " of '" + r.file->path() +
                                      "' at file offset " + std::to_string(r.file_offset));
       }
-      state->items.push_back({std::move(handle), info, buf, r.size, r.file_offset});
-    });
-  }
-  // Reads stop at the end of the file: sizes are clamped once here, so that every path
-  // (io_uring, plain calls, the device pipeline) gives the same short count.
-  if (direction == Direction::read) {
-    // One fstat per file, not per request: batches are mostly many requests on few files.
-    std::unordered_map<const detail::OpenHandle*, std::size_t> sizes;
-    for (auto& it : state->items) {
-      if (it.size == 0) { continue; }
-      auto known = sizes.find(it.handle.get());
-      if (known == sizes.end()) {
-        known = sizes.emplace(it.handle.get(), it.handle->file.nbytes()).first;
+      std::size_t size = r.size;
+      if (direction == Direction::read && size > 0) {
+        size = r.file_offset >= file_size ? 0 : std::min(size, file_size - r.file_offset);
       }
-      const std::size_t end = known->second;
-      it.size               = it.offset >= end ? 0 : std::min(it.size, end - it.offset);
-    }
+      state->items.push_back({handle, info, buf, size, r.file_offset});
+    });
   }
   // A request larger than task_size is cut into task_size pieces, as pread() cuts it, so that
   // one large request among small ones does not leave the other threads idle.
   const std::size_t task_size = std::max<std::size_t>(defaults::task_size(), 4096);
+  state->host.reserve(state->items.size());
+  state->host_index.reserve(state->items.size());
   for (std::size_t i = 0; i < state->items.size(); ++i) {
     auto& it = state->items[i];
     for (std::size_t done = 0; done < it.size; done += task_size) {
       const std::size_t n = std::min(task_size, it.size - done);
-      if (uring && it.info.host_accessible()) {
+      if (it.info.host_accessible()) {
         state->host.push_back(
           {it.handle->file.fd(), it.buf + done, n, it.offset + done, &it.handle->file.path()});
         state->host_index.push_back(i);
@@ -209,8 +258,11 @@ std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIO
   }
   auto& pool                = defaults::thread_pool();
   const std::size_t threads = pool.get_thread_count();
-  // The host requests in one share per thread (a few io_uring calls each).
-  state->chunk = std::max<std::size_t>(1, (state->host.size() + threads - 1) / threads);
+  // The host requests in slices, a few per thread: each slice one pass through a ring (deep
+  // queues, a few system calls) or a run of plain calls; a few per thread rather than one so
+  // that a thread that got slow requests does not hold the whole batch up.
+  const std::size_t slices = threads == 1 ? 1 : threads * 4;
+  state->chunk             = std::max<std::size_t>(16, (state->host.size() + slices - 1) / slices);
   const std::size_t host_jobs = (state->host.size() + state->chunk - 1) / state->chunk;
   const std::size_t jobs      = std::min(threads, std::max(host_jobs, state->pool_pieces.size()));
   if (jobs == 0) { return detail::ready_future(0); }
@@ -229,14 +281,19 @@ std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIO
   return future;
 }
 
-std::vector<FileIORequest> on_file(FileHandle* file, const std::vector<IORequest>& requests)
+std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIORequest>& requests)
 {
-  std::vector<FileIORequest> out;
-  out.reserve(requests.size());
-  for (const auto& r : requests) {
-    out.push_back({file, r.buf, r.size, r.file_offset});
-  }
-  return out;
+  return run_batch(direction, requests.size(), [&](std::size_t i) { return requests[i]; });
+}
+
+std::future<std::size_t> run_batch(Direction direction,
+                                   FileHandle* file,
+                                   const std::vector<IORequest>& requests)
+{
+  return run_batch(direction, requests.size(), [&](std::size_t i) {
+    const auto& r = requests[i];
+    return FileIORequest{file, r.buf, r.size, r.file_offset};
+  });
 }
 
 }  // namespace
@@ -253,12 +310,12 @@ std::future<std::size_t> pwrite_batch(const std::vector<FileIORequest>& requests
 
 std::future<std::size_t> FileHandle::pread_batch(const std::vector<IORequest>& requests)
 {
-  return run_batch(Direction::read, on_file(this, requests));
+  return run_batch(Direction::read, this, requests);
 }
 
 std::future<std::size_t> FileHandle::pwrite_batch(const std::vector<IORequest>& requests)
 {
-  return run_batch(Direction::write, on_file(this, requests));
+  return run_batch(Direction::write, this, requests);
 }
 
 std::string batch_backend()
