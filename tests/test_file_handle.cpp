@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <string>
 #include <vector>
@@ -367,4 +368,40 @@ TEST(FileHandle, SmallCachedPreadIsReadyAtOnceAndOthersAreUnchanged)
   std::vector<char> big(512 * 1024);
   EXPECT_EQ(f.pread(big.data(), big.size(), 7).get(), big.size());
   EXPECT_EQ(std::string(big.begin(), big.end()), data.substr(7, big.size()));
+}
+
+namespace {
+std::size_t open_descriptors()
+{
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++n;
+  }
+  return n;
+}
+}  // namespace
+
+// Issue 14: an open whose IO all goes through the page cache costs one open(2): the O_DIRECT
+// descriptor is opened on first use only, and a closed handle never opens it.
+TEST(FileHandle, TheDirectIoDescriptorIsOpenedOnFirstUse)
+{
+  TempDir dir;
+  const auto path = dir.file("lazy.bin");
+  write_file(path, random_bytes(3 * 4096, 5));
+  const std::size_t before = open_descriptors();
+  FileHandle f(path, "r");
+  EXPECT_EQ(open_descriptors(), before + 1);
+  std::vector<char> buf(4096);
+  EXPECT_EQ(f.read(buf.data(), buf.size(), 0, 0), buf.size());
+  EXPECT_EQ(open_descriptors(), before + 1);
+  if (!f.is_direct_io_supported()) { GTEST_SKIP() << "no O_DIRECT on this file system"; }
+  EXPECT_EQ(open_descriptors(), before + 2);
+  EXPECT_GE(f.fd(true), 0);
+  EXPECT_NE(f.fd(true), f.fd());
+  f.close();
+  EXPECT_EQ(open_descriptors(), before);
+  FileHandle g(path, "r");
+  g.close();
+  EXPECT_EQ(g.fd(true), -1);
+  EXPECT_EQ(open_descriptors(), before);
 }
