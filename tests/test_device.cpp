@@ -347,6 +347,43 @@ TEST_F(DeviceIO, DirectIoReadAndWriteThroughBounceBuffers)
   EXPECT_EQ(to_host(back, n), data);
 }
 
+// Issue 14: small reads into device memory take one pinned buffer and one synchronous copy,
+// and a buffer's attributes are remembered by its allocation. Reads of odd sizes at odd
+// offsets land byte for byte; an allocation freed and replaced by a smaller one (maybe at the
+// same address) is checked against its own size, not the remembered one; a failed copy
+// names the file.
+TEST_F(DeviceIO, SmallReadsAreByteExactAndEachAllocationIsCheckedAsItIs)
+{
+  const std::size_t n = 300 * KiB;
+  auto path           = make_file(n, 21);
+  const auto data     = random_bytes(n, 21);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  for (std::size_t size : {std::size_t{1}, std::size_t{4096}, std::size_t{4097}, 256 * KiB}) {
+    DeviceBuffer dev(size + 7);
+    const std::size_t file_offset = (size * 31 + 5) % (n - size);
+    EXPECT_EQ(f.read(dev.data(), size, file_offset, 7), size);
+    const auto got = to_host(dev, size + 7);
+    EXPECT_TRUE(std::equal(got.begin() + 7, got.end(), data.begin() + file_offset)) << size;
+    EXPECT_EQ(f.pread(dev.data(), size, file_offset, 4096, 0).get(), size);
+  }
+  for (int round = 0; round < 3; ++round) {
+    {
+      DeviceBuffer big(64 * KiB);
+      EXPECT_EQ(f.read(big.data(), 64 * KiB, 0, 0), 64 * KiB);
+    }
+    DeviceBuffer small(4 * KiB);
+    KVIKIO_EXPECT_THROW_WITH(
+      f.read(small.data(), 8 * KiB, 0, 0), std::out_of_range, "exceeds its allocation");
+    EXPECT_EQ(f.read(small.data(), 4 * KiB, 0, 0), 4 * KiB);
+  }
+  auto fail = kvikio::test::standin_fn<void (*)(const char*, int, int)>("kvikio_standin_fail");
+  if (fail == nullptr) { return; }
+  DeviceBuffer dev(4096);
+  fail("cuMemcpyHtoD", 1, CUDA_ERROR_LAUNCH_FAILED);
+  KVIKIO_EXPECT_THROW_WITH(f.read(dev.data(), 4096, 0, 0), kvikio::CudaDriverError, path);
+  EXPECT_EQ(f.read(dev.data(), 4096, 0, 0), 4096U);
+}
+
 TEST_F(DeviceIO, FailedCopyRaisesNamingTheFileAndLeavesThePoolUsable)
 {
   auto fail = kvikio::test::standin_fn<void (*)(const char*, int, int)>("kvikio_standin_fail");
