@@ -862,3 +862,41 @@ TEST_F(DeviceIO, BatchOfDeviceAndHostRequestsIsByteExact)
       << "request " << i;
   }
 }
+
+// Issue 14: a large batch looks its buffers' attributes up on the pool (blocks of requests);
+// every request is still checked before any IO: a device range outside its allocation deep in
+// the batch is reported by its index and nothing is read, and a good batch of interleaved
+// host and device buffers at 16 threads lands byte for byte.
+TEST_F(DeviceIO, LargeBatchChecksEveryRequestBeforeAnyIoAndIsByteExact)
+{
+  kvikio::defaults::set_num_threads(16);
+  const auto data = random_bytes(2 * MiB + 5, 33);
+  auto path       = dir.file("large_batch.bin");
+  write_file(path, data);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  const std::size_t count = 3000;
+  const std::size_t io    = 1000;
+  DeviceBuffer dev(count * io);
+  std::vector<char> host(count * io, 'h');
+  std::vector<kvikio::IORequest> reads;
+  std::vector<std::size_t> offsets;
+  for (std::size_t i = 0; i < count; ++i) {
+    offsets.push_back(i * 7919 % (data.size() - io));
+    char* buf = i % 3 == 0 ? host.data() + i * io : static_cast<char*>(dev.data()) + i * io;
+    reads.push_back({buf, io, offsets[i]});
+  }
+  auto bad     = reads;
+  bad[2900]    = {static_cast<char*>(dev.data()) + (count - 1) * io, 2 * io, 0};
+  const auto z = std::vector<char>(count * io, 0);
+  dev.copy_from_host(z.data(), z.size());
+  KVIKIO_EXPECT_THROW_WITH(
+    f.pread_batch(bad).get(), std::out_of_range, "batch request 2900: pread_batch of '" + path);
+  EXPECT_EQ(to_host(dev, count * io), z);
+  EXPECT_TRUE(std::all_of(host.begin(), host.end(), [](char c) { return c == 'h'; }));
+  EXPECT_EQ(f.pread_batch(reads).get(), count * io);
+  const auto got = to_host(dev, count * io);
+  for (std::size_t i = 0; i < count; ++i) {
+    const char* p = i % 3 == 0 ? host.data() + i * io : got.data() + i * io;
+    ASSERT_TRUE(std::equal(p, p + io, data.begin() + static_cast<long>(offsets[i]))) << i;
+  }
+}

@@ -24,6 +24,7 @@
 #include "core/posix_io.hpp"
 #include "core/uring_io.hpp"
 #include "device/pointer.hpp"
+#include "shim/cuda_api.hpp"
 
 namespace kvikio {
 namespace detail {
@@ -60,8 +61,9 @@ struct Item {
   detail::OpenHandle* handle;  // kept alive by BatchState::handles
   detail::PointerInfo info;
   char* buf;
-  std::size_t size;
+  std::size_t size;  // clamped to the end of the file for reads
   std::size_t offset;
+  std::size_t asked;  // the size asked for, which a device buffer must hold
 };
 
 /// A part of items[item] run on the pool: `size` bytes from `buf_offset` into the request.
@@ -90,6 +92,9 @@ struct BatchState {
   std::size_t error_index{std::numeric_limits<std::size_t>::max()};
   std::exception_ptr error;
   std::promise<std::size_t> promise;
+  // The pointer attributes pass: the lowest-numbered request whose lookup threw, and what.
+  std::size_t info_error_index{std::numeric_limits<std::size_t>::max()};
+  std::exception_ptr info_error;
 
   void fail(std::size_t index, std::exception_ptr e)
   {
@@ -165,6 +170,77 @@ bool use_uring()
   return detail::uring_available();
 }
 
+/// The pointer attributes of every request (get_pointer_info, one driver call or more each).
+/// With a CUDA driver and a large batch the lookups are spread over the pool in blocks, the
+/// caller taking blocks too and waiting only for blocks that a pool thread took: so the call
+/// still checks every request before any IO starts, and never waits on a busy pool for a block
+/// nobody took. Within a block, a request inside the device allocation of the one before
+/// reuses its attributes. A lookup that throws is kept (lowest index) in the state.
+struct PointerPass {
+  static constexpr std::size_t block = 256;
+  std::shared_ptr<BatchState> state;
+  std::size_t blocks;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> finished{0};
+
+  PointerPass(std::shared_ptr<BatchState> s, std::size_t n)
+    : state(std::move(s)), blocks((n + block - 1) / block)
+  {
+  }
+
+  void work() noexcept
+  {
+    auto& items = state->items;
+    for (std::size_t b = next++; b < blocks; b = next++) {
+      detail::PointerInfo last;
+      for (std::size_t i = b * block; i < std::min(items.size(), (b + 1) * block); ++i) {
+        auto& it = items[i];
+        if (it.asked == 0) { continue; }
+        const auto p = reinterpret_cast<std::uintptr_t>(it.buf);
+        if (last.kind == detail::MemoryKind::DEVICE && p >= last.base &&
+            p - last.base < last.alloc_size) {
+          it.info = last;  // the same live allocation: the same attributes
+          continue;
+        }
+        try {
+          it.info = detail::get_pointer_info(it.buf);
+          last    = it.info;
+        } catch (...) {
+          std::lock_guard lock(state->error_mutex);
+          if (i < state->info_error_index) {
+            state->info_error_index = i;
+            state->info_error       = std::current_exception();
+          }
+        }
+      }
+      if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) { finished.notify_all(); }
+    }
+  }
+
+  static void run(const std::shared_ptr<BatchState>& state, bool parallel)
+  {
+    const std::size_t n = state->items.size();
+    auto pass           = std::make_shared<PointerPass>(state, n);
+    auto& pool          = defaults::thread_pool();
+    const std::size_t helpers =
+      parallel && n >= 4 * block && detail::CudaAPI::instance().available()
+        ? std::min<std::size_t>(pool.get_thread_count(), pass->blocks - 1)
+        : 0;
+    for (std::size_t h = 0; h < helpers; ++h) {
+      try {
+        pool.detach_task([pass]() noexcept { pass->work(); });
+      } catch (...) {
+        break;  // the caller takes the blocks itself
+      }
+    }
+    pass->work();
+    for (std::size_t f = pass->finished.load(std::memory_order_acquire); f < pass->blocks;
+         f             = pass->finished.load(std::memory_order_acquire)) {
+      pass->finished.wait(f, std::memory_order_acquire);
+    }
+  }
+};
+
 /// The checks and set-up of a batch run on the calling thread, serially, so they cost little
 /// per request: each file is looked up, checked and measured once (not once per request), and
 /// a request inside the device allocation of the one before reuses its pointer attributes.
@@ -183,61 +259,66 @@ std::future<std::size_t> run_batch(Direction direction, std::size_t count, Reque
   detail::OpenHandle* handle  = nullptr;
   std::size_t file_size       = 0;  // of `handle`, for reads
   std::unordered_map<const FileHandle*, std::pair<detail::OpenHandle*, std::size_t>> files;
-  detail::PointerInfo last_info;
-  for (std::size_t i = 0; i < count; ++i) {
+  // The checks that need no driver, request by request; the first failure stops them (its
+  // error is raised after the pointer checks of the requests before it, so the lowest-numbered
+  // bad request is the one reported).
+  std::exception_ptr bad;
+  for (std::size_t i = 0; i < count && !bad; ++i) {
     const FileIORequest r = request(i);
-    with_index(i, [&] {
-      if (r.file == nullptr) { throw std::invalid_argument(std::string(op) + ": null file"); }
-      if (r.file != last_file) {
-        auto known = files.find(r.file);
-        if (known == files.end()) {
-          const auto& shared = detail::FileHandleAccess::state(*r.file);
-          if (!shared) {
-            throw std::invalid_argument("IO on closed file '" + r.file->path() + "'");
+    try {
+      with_index(i, [&] {
+        if (r.file == nullptr) { throw std::invalid_argument(std::string(op) + ": null file"); }
+        if (r.file != last_file) {
+          auto known = files.find(r.file);
+          if (known == files.end()) {
+            const auto& shared = detail::FileHandleAccess::state(*r.file);
+            if (!shared) {
+              throw std::invalid_argument("IO on closed file '" + r.file->path() + "'");
+            }
+            shared->file.require(direction);
+            // Reads stop at the end of the file: sizes are clamped once here, so that every
+            // path (io_uring, plain calls, the device pipeline) gives the same short count.
+            const std::size_t n = direction == Direction::read ? shared->file.nbytes() : 0;
+            state->handles.push_back(shared);
+            known = files.emplace(r.file, std::make_pair(shared.get(), n)).first;
           }
-          shared->file.require(direction);
-          // Reads stop at the end of the file: sizes are clamped once here, so that every
-          // path (io_uring, plain calls, the device pipeline) gives the same short count.
-          const std::size_t n = direction == Direction::read ? shared->file.nbytes() : 0;
-          state->handles.push_back(shared);
-          known = files.emplace(r.file, std::make_pair(shared.get(), n)).first;
+          last_file = r.file;
+          handle    = known->second.first;
+          file_size = known->second.second;
         }
-        last_file = r.file;
-        handle    = known->second.first;
-        file_size = known->second.second;
-      }
-      constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
-      if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
-        throw std::overflow_error(
-          "file offset " + std::to_string(r.file_offset) + " plus size " + std::to_string(r.size) +
-          " overflows the largest file offset for '" + r.file->path() + "'");
-      }
-      auto* buf = static_cast<char*>(r.buf);
-      detail::PointerInfo info;
-      if (r.size > 0) {
-        const auto p = reinterpret_cast<std::uintptr_t>(buf);
-        if (last_info.kind == detail::MemoryKind::DEVICE && p >= last_info.base &&
-            p - last_info.base < last_info.alloc_size) {
-          info = last_info;  // the same live allocation: the same attributes
-        } else {
-          info      = detail::get_pointer_info(buf);
-          last_info = info;
+        constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
+        if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
+          throw std::overflow_error("file offset " + std::to_string(r.file_offset) + " plus size " +
+                                    std::to_string(r.size) +
+                                    " overflows the largest file offset for '" + r.file->path() +
+                                    "'");
         }
+        std::size_t size = r.size;
+        if (direction == Direction::read && size > 0) {
+          size = r.file_offset >= file_size ? 0 : std::min(size, file_size - r.file_offset);
+        }
+        state->items.push_back(
+          {handle, detail::PointerInfo{}, static_cast<char*>(r.buf), size, r.file_offset, r.size});
+      });
+    } catch (...) {
+      bad = std::current_exception();
+    }
+  }
+  PointerPass::run(state, !bad);
+  for (std::size_t i = 0; i < state->items.size(); ++i) {
+    auto& it = state->items[i];
+    with_index(i, [&] {
+      if (i == state->info_error_index) { std::rethrow_exception(state->info_error); }
+      if (!it.info.host_accessible()) {  // the message is built only where it may be needed
+        detail::check_device_range(it.info,
+                                   it.buf,
+                                   it.asked,
+                                   std::string(op) + " of '" + it.handle->file.path() +
+                                     "' at file offset " + std::to_string(it.offset));
       }
-      if (!info.host_accessible()) {  // the message is built only where it may be needed
-        detail::check_device_range(info,
-                                   buf,
-                                   r.size,
-                                   std::string(op) + " of '" + r.file->path() +
-                                     "' at file offset " + std::to_string(r.file_offset));
-      }
-      std::size_t size = r.size;
-      if (direction == Direction::read && size > 0) {
-        size = r.file_offset >= file_size ? 0 : std::min(size, file_size - r.file_offset);
-      }
-      state->items.push_back({handle, info, buf, size, r.file_offset});
     });
   }
+  if (bad) { std::rethrow_exception(bad); }
   // A request larger than task_size is cut into task_size pieces, as pread() cuts it, so that
   // one large request among small ones does not leave the other threads idle.
   const std::size_t task_size = std::max<std::size_t>(defaults::task_size(), 4096);
