@@ -97,6 +97,42 @@ TEST_P(BatchIO, ReadsEveryRequestByteForByte)
   }
 }
 
+// Issue 14: the batch is split into slices, one per pass of a pool thread; at 16 threads,
+// with thousands of requests of odd sizes at odd offsets in one buffer, across two files
+// taken in runs and alternately, each request gets its own bytes and nothing else.
+TEST_P(BatchIO, ManyOddRequestsOnSixteenThreadsAreByteExact)
+{
+  kvikio::defaults::set_num_threads(16);
+  std::vector<std::vector<char>> contents;
+  std::vector<FileHandle> files;
+  for (int k = 0; k < 2; ++k) {
+    contents.push_back(random_bytes(2 * 1024 * 1024 + 7 * k + 1, 40 + k));
+    write_file(dir.file("many" + std::to_string(k)), contents.back());
+    files.emplace_back(dir.file("many" + std::to_string(k)), "r");
+  }
+  const auto ranges = random_ranges(5000, contents[0].size(), 9);
+  std::vector<std::size_t> starts;
+  std::size_t total = 0;
+  for (const auto& r : ranges) {
+    starts.push_back(total + starts.size());  // one guard byte after each request
+    total += r.size;
+  }
+  std::vector<char> buf(total + ranges.size(), '\x5a');
+  std::vector<FileIORequest> reads;
+  std::vector<int> which;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    which.push_back(i < 2500 ? static_cast<int>(i / 700 % 2) : static_cast<int>(i % 2));
+    reads.push_back({&files[which[i]], buf.data() + starts[i], ranges[i].size, ranges[i].offset});
+  }
+  EXPECT_EQ(kvikio::pread_batch(reads).get(), total);
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const auto begin = contents[which[i]].begin() + static_cast<long>(ranges[i].offset);
+    const auto got   = buf.begin() + static_cast<long>(starts[i]);
+    ASSERT_TRUE(std::equal(got, got + static_cast<long>(ranges[i].size), begin)) << "request " << i;
+    ASSERT_EQ(buf[starts[i] + ranges[i].size], '\x5a') << "request " << i << " wrote past it";
+  }
+}
+
 TEST_P(BatchIO, WritesEveryRequestByteForByte)
 {
   const auto data = random_bytes(1024 * 1024 + 77, 8);

@@ -347,6 +347,43 @@ TEST_F(DeviceIO, DirectIoReadAndWriteThroughBounceBuffers)
   EXPECT_EQ(to_host(back, n), data);
 }
 
+// Issue 14: small reads into device memory take one pinned buffer and one synchronous copy,
+// and a buffer's attributes are remembered by its allocation. Reads of odd sizes at odd
+// offsets land byte for byte; an allocation freed and replaced by a smaller one (maybe at the
+// same address) is checked against its own size, not the remembered one; a failed copy
+// names the file.
+TEST_F(DeviceIO, SmallReadsAreByteExactAndEachAllocationIsCheckedAsItIs)
+{
+  const std::size_t n = 300 * KiB;
+  auto path           = make_file(n, 21);
+  const auto data     = random_bytes(n, 21);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  for (std::size_t size : {std::size_t{1}, std::size_t{4096}, std::size_t{4097}, 256 * KiB}) {
+    DeviceBuffer dev(size + 7);
+    const std::size_t file_offset = (size * 31 + 5) % (n - size);
+    EXPECT_EQ(f.read(dev.data(), size, file_offset, 7), size);
+    const auto got = to_host(dev, size + 7);
+    EXPECT_TRUE(std::equal(got.begin() + 7, got.end(), data.begin() + file_offset)) << size;
+    EXPECT_EQ(f.pread(dev.data(), size, file_offset, 4096, 0).get(), size);
+  }
+  for (int round = 0; round < 3; ++round) {
+    {
+      DeviceBuffer big(64 * KiB);
+      EXPECT_EQ(f.read(big.data(), 64 * KiB, 0, 0), 64 * KiB);
+    }
+    DeviceBuffer small(4 * KiB);
+    KVIKIO_EXPECT_THROW_WITH(
+      f.read(small.data(), 8 * KiB, 0, 0), std::out_of_range, "exceeds its allocation");
+    EXPECT_EQ(f.read(small.data(), 4 * KiB, 0, 0), 4 * KiB);
+  }
+  auto fail = kvikio::test::standin_fn<void (*)(const char*, int, int)>("kvikio_standin_fail");
+  if (fail == nullptr) { return; }
+  DeviceBuffer dev(4096);
+  fail("cuMemcpyHtoD", 1, CUDA_ERROR_LAUNCH_FAILED);
+  KVIKIO_EXPECT_THROW_WITH(f.read(dev.data(), 4096, 0, 0), kvikio::CudaDriverError, path);
+  EXPECT_EQ(f.read(dev.data(), 4096, 0, 0), 4096U);
+}
+
 TEST_F(DeviceIO, FailedCopyRaisesNamingTheFileAndLeavesThePoolUsable)
 {
   auto fail = kvikio::test::standin_fn<void (*)(const char*, int, int)>("kvikio_standin_fail");
@@ -823,5 +860,43 @@ TEST_F(DeviceIO, BatchOfDeviceAndHostRequestsIsByteExact)
                            data.begin() + static_cast<long>(ranges[i].offset + ranges[i].size),
                            written.begin() + static_cast<long>(ranges[i].offset + MiB)))
       << "request " << i;
+  }
+}
+
+// Issue 14: a large batch looks its buffers' attributes up on the pool (blocks of requests);
+// every request is still checked before any IO: a device range outside its allocation deep in
+// the batch is reported by its index and nothing is read, and a good batch of interleaved
+// host and device buffers at 16 threads lands byte for byte.
+TEST_F(DeviceIO, LargeBatchChecksEveryRequestBeforeAnyIoAndIsByteExact)
+{
+  kvikio::defaults::set_num_threads(16);
+  const auto data = random_bytes(2 * MiB + 5, 33);
+  auto path       = dir.file("large_batch.bin");
+  write_file(path, data);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  const std::size_t count = 3000;
+  const std::size_t io    = 1000;
+  DeviceBuffer dev(count * io);
+  std::vector<char> host(count * io, 'h');
+  std::vector<kvikio::IORequest> reads;
+  std::vector<std::size_t> offsets;
+  for (std::size_t i = 0; i < count; ++i) {
+    offsets.push_back(i * 7919 % (data.size() - io));
+    char* buf = i % 3 == 0 ? host.data() + i * io : static_cast<char*>(dev.data()) + i * io;
+    reads.push_back({buf, io, offsets[i]});
+  }
+  auto bad     = reads;
+  bad[2900]    = {static_cast<char*>(dev.data()) + (count - 1) * io, 2 * io, 0};
+  const auto z = std::vector<char>(count * io, 0);
+  dev.copy_from_host(z.data(), z.size());
+  KVIKIO_EXPECT_THROW_WITH(
+    f.pread_batch(bad).get(), std::out_of_range, "batch request 2900: pread_batch of '" + path);
+  EXPECT_EQ(to_host(dev, count * io), z);
+  EXPECT_TRUE(std::all_of(host.begin(), host.end(), [](char c) { return c == 'h'; }));
+  EXPECT_EQ(f.pread_batch(reads).get(), count * io);
+  const auto got = to_host(dev, count * io);
+  for (std::size_t i = 0; i < count; ++i) {
+    const char* p = i % 3 == 0 ? host.data() + i * io : got.data() + i * io;
+    ASSERT_TRUE(std::equal(p, p + io, data.begin() + static_cast<long>(offsets[i]))) << i;
   }
 }

@@ -1,8 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <string>
+#include <vector>
 #include <tuple>
 
 #include <kvikio/error.hpp>
@@ -322,4 +328,80 @@ TEST(FileHandle, ReportsItsDescriptorsAndFlags)
   // POSIX unless cuFile is usable here and registered the file (the GPU machine with udev).
   EXPECT_EQ(f.is_compat_mode_preferred(), f.compat_mode() == kvikio::CompatMode::ON);
   if (!kvikio::is_cufile_available()) { EXPECT_TRUE(f.is_compat_mode_preferred()); }
+}
+
+// Issue 14: a small host pread whose bytes are all in the page cache runs on the calling
+// thread: its future is ready when pread returns, with the bytes in place. One that is not
+// cached (dropped), reaches the end of the file or is large takes the pool as before.
+TEST(FileHandle, SmallCachedPreadIsReadyAtOnceAndOthersAreUnchanged)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  kvikio::defaults::set_num_threads(3);
+  const auto path  = dir.file("hot.bin");
+  const auto bytes = random_bytes(1 * MiB + 333, 14);
+  const std::string data(bytes.begin(), bytes.end());
+  write_file(path, bytes);
+  FileHandle f(path, "r");
+  (void)read_file(path);  // every page cached
+  for (std::size_t size : {std::size_t{1}, std::size_t{4096}, std::size_t{5000}, 128 * 1024UL}) {
+    const std::size_t offset = 4097 * size % (data.size() - size);
+    std::vector<char> buf(size, 'x');
+    auto fut = f.pread(buf.data(), size, offset);
+    EXPECT_EQ(fut.wait_for(std::chrono::seconds(0)), std::future_status::ready) << size;
+    EXPECT_EQ(fut.get(), size);
+    EXPECT_EQ(std::string(buf.begin(), buf.end()), data.substr(offset, size)) << size;
+  }
+  // Past the end: the same error as through the pool.
+  std::vector<char> buf(4096);
+  KVIKIO_EXPECT_THROW_WITH(
+    f.pread(buf.data(), 4096, data.size() - 10).get(), kvikio::EndOfFileError, path);
+  // Dropped from the cache (where the kernel lets us): still byte exact.
+  int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  std::vector<char> cold(60000);
+  EXPECT_EQ(f.pread(cold.data(), cold.size(), 12345).get(), cold.size());
+  EXPECT_EQ(std::string(cold.begin(), cold.end()), data.substr(12345, cold.size()));
+  // Larger than the inline limit: through the pool, byte exact.
+  std::vector<char> big(512 * 1024);
+  EXPECT_EQ(f.pread(big.data(), big.size(), 7).get(), big.size());
+  EXPECT_EQ(std::string(big.begin(), big.end()), data.substr(7, big.size()));
+}
+
+namespace {
+std::size_t open_descriptors()
+{
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++n;
+  }
+  return n;
+}
+}  // namespace
+
+// Issue 14: an open whose IO all goes through the page cache costs one open(2): the O_DIRECT
+// descriptor is opened on first use only, and a closed handle never opens it.
+TEST(FileHandle, TheDirectIoDescriptorIsOpenedOnFirstUse)
+{
+  TempDir dir;
+  const auto path = dir.file("lazy.bin");
+  write_file(path, random_bytes(3 * 4096, 5));
+  const std::size_t before = open_descriptors();
+  FileHandle f(path, "r");
+  EXPECT_EQ(open_descriptors(), before + 1);
+  std::vector<char> buf(4096);
+  EXPECT_EQ(f.read(buf.data(), buf.size(), 0, 0), buf.size());
+  EXPECT_EQ(open_descriptors(), before + 1);
+  if (!f.is_direct_io_supported()) { GTEST_SKIP() << "no O_DIRECT on this file system"; }
+  EXPECT_EQ(open_descriptors(), before + 2);
+  EXPECT_GE(f.fd(true), 0);
+  EXPECT_NE(f.fd(true), f.fd());
+  f.close();
+  EXPECT_EQ(open_descriptors(), before);
+  FileHandle g(path, "r");
+  g.close();
+  EXPECT_EQ(g.fd(true), -1);
+  EXPECT_EQ(open_descriptors(), before);
 }

@@ -2,8 +2,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <set>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include <kvikio/threadpool.hpp>
 
@@ -103,4 +106,62 @@ TEST(ThreadPool, DestroyedByItsOwnJobDoesNotTerminate)
   ASSERT_EQ(destroyed.wait_for(std::chrono::seconds(30)), std::future_status::ready);
   destroyed.get();
   EXPECT_EQ(later.load(), 100);  // jobs queued before it still ran
+}
+
+namespace {
+double process_cpu_seconds()
+{
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+}  // namespace
+
+// Issue 14: workers look for the next job for a bounded time before sleeping. An idle pool
+// must not keep spinning: after a burst of jobs, 8 workers left alone for 300 ms use a few
+// milliseconds of CPU at most (an unbounded spin would use the whole 300 ms per core).
+TEST(ThreadPool, AnIdlePoolSleeps)
+{
+  ThreadPool pool(8);
+  std::atomic<int> done{0};
+  for (int i = 0; i < 1000; ++i) {
+    pool.detach_task([&] { ++done; });
+  }
+  pool.wait();
+  ASSERT_EQ(done.load(), 1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past every spin
+  const double before = process_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const double used = process_cpu_seconds() - before;
+  EXPECT_LT(used, 0.03) << "the idle pool used " << used << " s of CPU in 0.3 s";
+  // And it still wakes up for new work.
+  auto f = pool.submit_task([] { return 5; });
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(f.get(), 5);
+}
+
+// Issue 14: a job queued while a worker spins is taken without a wake-up; none may be lost,
+// whether it comes while the worker spins, as its spin ends or after it fell asleep.
+TEST(ThreadPool, JobsSubmittedOneAtATimeAreNeverLost)
+{
+  ThreadPool pool(4);
+  for (int i = 0; i < 20000; ++i) {
+    if (i % 1000 == 999) {  // now and then after the spin ended, with the workers asleep
+      std::this_thread::sleep_for(std::chrono::microseconds(100 + i % 7 * 10));
+    }
+    auto f = pool.submit_task([i] { return i; });
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "job " << i;
+    ASSERT_EQ(f.get(), i);
+  }
+  // Bursts larger than the number of spinning workers wake sleepers for the rest.
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::future<int>> fs;
+    for (int i = 0; i < 9; ++i) {
+      fs.push_back(pool.submit_task([i] { return i; }));
+    }
+    for (int i = 0; i < 9; ++i) {
+      ASSERT_EQ(fs[i].wait_for(std::chrono::seconds(30)), std::future_status::ready);
+      ASSERT_EQ(fs[i].get(), i);
+    }
+  }
 }

@@ -88,10 +88,12 @@ const char* usage =
   "  --remote URL|local    read a remote object (http(s), s3://, WebHDFS) next to plain\n"
   "                        parallel curl; 'local' serves --size random bytes on loopback\n"
   "  --remote-server nginx|python   server for --remote local (default nginx, else python)\n"
-  "  --pattern sequential|random   random: --count reads of --io-size bytes at random\n"
+  "  --pattern sequential|random|open   random: --count reads of --io-size bytes at random\n"
   "                        offsets of a hot --size file: single read() calls, pread().get()\n"
   "                        one at a time and one pread_batch call, in IOPS, next to plain\n"
-  "                        pread loops on 1 and --threads threads\n"
+  "                        pread loops on 1 and --threads threads. open: open, read --io-size\n"
+  "                        bytes and close, through FileHandle next to the plain calls\n"
+  "                        (e.g. --size 64KiB --io-size 64KiB)\n"
   "  --io-size BYTES       size of each random read (default 4KiB)\n"
   "  --count N             random reads per timed run (default 20000)\n";
 
@@ -155,9 +157,9 @@ Options parse(int argc, char** argv, int first)
       o.remote = args.value();
     } else if (*name == "pattern") {
       o.pattern = args.value();
-      if (o.pattern != "sequential" && o.pattern != "random") {
+      if (o.pattern != "sequential" && o.pattern != "random" && o.pattern != "open") {
         throw std::invalid_argument("--pattern: '" + o.pattern +
-                                    "' is not one of sequential, random");
+                                    "' is not one of sequential, random, open");
       }
     } else if (*name == "io-size") {
       o.io_size = parse_bytes(*name, args.value());
@@ -495,9 +497,10 @@ int run_bench(int argc, char** argv, int first)
     FileHandle f(o.file, "w");
     f.pwrite(buffers.ours_src(), o.size, 0).get();
   }
-  if (o.pattern == "random") {
-    return run_bench_random(
-      {o.file, o.size, o.io_size, o.count, o.threads, device, o.repetitions, o.json});
+  if (o.pattern == "random" || o.pattern == "open") {
+    const RandomBenchOptions ro{
+      o.file, o.size, o.io_size, o.count, o.threads, device, o.repetitions, o.json};
+    return o.pattern == "open" ? run_bench_open(ro) : run_bench_random(ro);
   }
   const double gb = static_cast<double>(o.size) / 1e9;
   std::vector<Result> results;

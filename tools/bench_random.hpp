@@ -20,4 +20,9 @@ struct RandomBenchOptions {
 /// Runs the benchmark on `o.file` (already holding o.size bytes); returns the exit code.
 int run_bench_random(const RandomBenchOptions& o);
 
+/// `kvikio bench --pattern open`: open `o.file`, read o.io_size bytes at offset 0 and close it,
+/// through FileHandle (host memory, and device memory with o.device) against plain
+/// open+pread+close, in the same run; returns the exit code.
+int run_bench_open(const RandomBenchOptions& o);
+
 }  // namespace kvikio::tool

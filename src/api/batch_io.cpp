@@ -4,6 +4,7 @@
 #include <kvikio/batch_io.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <atomic>
 #include <exception>
 #include <limits>
@@ -20,8 +21,10 @@
 #include "api/open_handle.hpp"
 #include "core/open_file.hpp"
 #include "core/parallel_io.hpp"
+#include "core/posix_io.hpp"
 #include "core/uring_io.hpp"
 #include "device/pointer.hpp"
+#include "shim/cuda_api.hpp"
 
 namespace kvikio {
 namespace detail {
@@ -55,11 +58,12 @@ void with_index(std::size_t i, F&& check)
 }
 
 struct Item {
-  std::shared_ptr<detail::OpenHandle> handle;
+  detail::OpenHandle* handle;  // kept alive by BatchState::handles
   detail::PointerInfo info;
   char* buf;
-  std::size_t size;
+  std::size_t size;  // clamped to the end of the file for reads
   std::size_t offset;
+  std::size_t asked;  // the size asked for, which a device buffer must hold
 };
 
 /// A part of items[item] run on the pool: `size` bytes from `buf_offset` into the request.
@@ -72,11 +76,14 @@ struct Piece {
 /// Every request of the batch and its results; shared by the jobs on the pool.
 struct BatchState {
   Direction direction;
+  bool uring{false};      // host requests through io_uring, else POSIX calls on the pool threads
+  bool direct_io{false};  // the setting for `direction`, read once per batch
+  std::vector<std::shared_ptr<detail::OpenHandle>> handles;  // each file once
   std::vector<Item> items;
-  std::vector<detail::UringRequest> host;  // host requests (all of them, or none)
+  std::vector<detail::UringRequest> host;  // host requests, in slices of `chunk`
   std::vector<std::size_t> host_index;     // host[k] is a piece of items[host_index[k]]
-  std::vector<Piece> pool_pieces;          // pieces run one by one on the pool
-  std::size_t chunk{1};                    // host requests per io_uring share
+  std::vector<Piece> pool_pieces;          // device pieces, run one by one on the pool
+  std::size_t chunk{1};                    // host requests per slice
   std::atomic<std::size_t> next_chunk{0};
   std::atomic<std::size_t> next_item{0};
   std::atomic<std::size_t> remaining_jobs{0};
@@ -85,6 +92,9 @@ struct BatchState {
   std::size_t error_index{std::numeric_limits<std::size_t>::max()};
   std::exception_ptr error;
   std::promise<std::size_t> promise;
+  // The pointer attributes pass: the lowest-numbered request whose lookup threw, and what.
+  std::size_t info_error_index{std::numeric_limits<std::size_t>::max()};
+  std::exception_ptr info_error;
 
   void fail(std::size_t index, std::exception_ptr e)
   {
@@ -96,22 +106,37 @@ struct BatchState {
   }
   void run() noexcept
   {
+    // Slices of host requests, each on this thread's own ring (or plain calls): one atomic
+    // step per slice, not per request, and the bytes summed locally.
     const std::size_t chunks = (host.size() + chunk - 1) / chunk;
+    std::size_t moved        = 0;
     for (std::size_t c = next_chunk++; c < chunks; c = next_chunk++) {
       const std::size_t begin = c * chunk;
       const std::size_t n     = std::min(chunk, host.size() - begin);
       std::span<detail::UringRequest> share(host.data() + begin, n);
-      detail::uring_io(direction, share);
+      if (uring) {
+        detail::uring_io(direction, share);
+        for (std::size_t k = begin; k < begin + n; ++k) {
+          moved += host[k].done;
+          if (host[k].error) { fail(host_index[k], host[k].error); }
+        }
+        continue;
+      }
       for (std::size_t k = begin; k < begin + n; ++k) {
-        bytes += host[k].done;
-        if (host[k].error) { fail(host_index[k], host[k].error); }
+        const auto& r = host[k];
+        try {
+          moved += detail::posix_host_io(
+            direction, items[host_index[k]].handle->file, r.buf, r.size, r.offset, direct_io);
+        } catch (...) {
+          fail(host_index[k], std::current_exception());
+        }
       }
     }
     for (std::size_t i = next_item++; i < pool_pieces.size(); i = next_item++) {
       const auto& piece = pool_pieces[i];
       const auto& it    = items[piece.item];
       try {
-        bytes += detail::batch_move_piece(direction,
+        moved += detail::batch_move_piece(direction,
                                           *it.handle,
                                           it.info,
                                           it.buf + piece.buf_offset,
@@ -121,6 +146,7 @@ struct BatchState {
         fail(piece.item, std::current_exception());
       }
     }
+    bytes += moved;
     if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
   }
   void finish()
@@ -144,61 +170,165 @@ bool use_uring()
   return detail::uring_available();
 }
 
-std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIORequest>& requests)
-{
-  const char* op   = direction == Direction::read ? "pread_batch" : "pwrite_batch";
-  const bool uring = use_uring();
-  auto state       = std::make_shared<BatchState>();
-  state->direction = direction;
-  state->items.reserve(requests.size());
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const auto& r = requests[i];
-    with_index(i, [&] {
-      if (r.file == nullptr) { throw std::invalid_argument(std::string(op) + ": null file"); }
-      auto handle = detail::FileHandleAccess::state(*r.file);
-      if (!handle) { throw std::invalid_argument("IO on closed file '" + r.file->path() + "'"); }
-      handle->file.require(direction);
-      constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
-      if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
-        throw std::overflow_error(
-          "file offset " + std::to_string(r.file_offset) + " plus size " + std::to_string(r.size) +
-          " overflows the largest file offset for '" + r.file->path() + "'");
-      }
-      auto* buf = static_cast<char*>(r.buf);
-      auto info = r.size > 0 ? detail::get_pointer_info(buf) : detail::PointerInfo{};
-      if (!info.host_accessible()) {  // the message is built only where it may be needed
-        detail::check_device_range(info,
-                                   buf,
-                                   r.size,
-                                   std::string(op) + " of '" + r.file->path() +
-                                     "' at file offset " + std::to_string(r.file_offset));
-      }
-      state->items.push_back({std::move(handle), info, buf, r.size, r.file_offset});
-    });
+/// The pointer attributes of every request (get_pointer_info, one driver call or more each).
+/// With a CUDA driver and a large batch the lookups are spread over the pool in blocks, the
+/// caller taking blocks too and waiting only for blocks that a pool thread took: so the call
+/// still checks every request before any IO starts, and never waits on a busy pool for a block
+/// nobody took. Within a block, a request inside the device allocation of the one before
+/// reuses its attributes. A lookup that throws is kept (lowest index) in the state.
+struct PointerPass {
+  static constexpr std::size_t block = 256;
+  std::shared_ptr<BatchState> state;
+  std::size_t blocks;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> finished{0};
+
+  PointerPass(std::shared_ptr<BatchState> s, std::size_t n)
+    : state(std::move(s)), blocks((n + block - 1) / block)
+  {
   }
-  // Reads stop at the end of the file: sizes are clamped once here, so that every path
-  // (io_uring, plain calls, the device pipeline) gives the same short count.
-  if (direction == Direction::read) {
-    // One fstat per file, not per request: batches are mostly many requests on few files.
-    std::unordered_map<const detail::OpenHandle*, std::size_t> sizes;
-    for (auto& it : state->items) {
-      if (it.size == 0) { continue; }
-      auto known = sizes.find(it.handle.get());
-      if (known == sizes.end()) {
-        known = sizes.emplace(it.handle.get(), it.handle->file.nbytes()).first;
+
+  void work() noexcept
+  {
+    auto& items = state->items;
+    for (std::size_t b = next++; b < blocks; b = next++) {
+      detail::PointerInfo last;
+      for (std::size_t i = b * block; i < std::min(items.size(), (b + 1) * block); ++i) {
+        auto& it = items[i];
+        if (it.asked == 0) { continue; }
+        const auto p = reinterpret_cast<std::uintptr_t>(it.buf);
+        if (last.kind == detail::MemoryKind::DEVICE && p >= last.base &&
+            p - last.base < last.alloc_size) {
+          it.info = last;  // the same live allocation: the same attributes
+          continue;
+        }
+        try {
+          it.info = detail::get_pointer_info(it.buf);
+          last    = it.info;
+        } catch (...) {
+          std::lock_guard lock(state->error_mutex);
+          if (i < state->info_error_index) {
+            state->info_error_index = i;
+            state->info_error       = std::current_exception();
+          }
+        }
       }
-      const std::size_t end = known->second;
-      it.size               = it.offset >= end ? 0 : std::min(it.size, end - it.offset);
+      if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) { finished.notify_all(); }
     }
   }
+
+  static void run(const std::shared_ptr<BatchState>& state, bool parallel)
+  {
+    const std::size_t n = state->items.size();
+    auto pass           = std::make_shared<PointerPass>(state, n);
+    auto& pool          = defaults::thread_pool();
+    const std::size_t helpers =
+      parallel && n >= 4 * block && detail::CudaAPI::instance().available()
+        ? std::min<std::size_t>(pool.get_thread_count(), pass->blocks - 1)
+        : 0;
+    for (std::size_t h = 0; h < helpers; ++h) {
+      try {
+        pool.detach_task([pass]() noexcept { pass->work(); });
+      } catch (...) {
+        break;  // the caller takes the blocks itself
+      }
+    }
+    pass->work();
+    for (std::size_t f = pass->finished.load(std::memory_order_acquire); f < pass->blocks;
+         f             = pass->finished.load(std::memory_order_acquire)) {
+      pass->finished.wait(f, std::memory_order_acquire);
+    }
+  }
+};
+
+/// The checks and set-up of a batch run on the calling thread, serially, so they cost little
+/// per request: each file is looked up, checked and measured once (not once per request), and
+/// a request inside the device allocation of the one before reuses its pointer attributes.
+/// `request(i)` gives (FileHandle*, buf, size, file_offset) of request i.
+template <typename Request>
+std::future<std::size_t> run_batch(Direction direction, std::size_t count, Request request)
+{
+  const char* op   = direction == Direction::read ? "pread_batch" : "pwrite_batch";
+  auto state       = std::make_shared<BatchState>();
+  state->direction = direction;
+  state->uring     = use_uring();
+  state->direct_io = direction == Direction::read ? defaults::auto_direct_io_read()
+                                                  : defaults::auto_direct_io_write();
+  state->items.reserve(count);
+  const FileHandle* last_file = nullptr;
+  detail::OpenHandle* handle  = nullptr;
+  std::size_t file_size       = 0;  // of `handle`, for reads
+  std::unordered_map<const FileHandle*, std::pair<detail::OpenHandle*, std::size_t>> files;
+  // The checks that need no driver, request by request; the first failure stops them (its
+  // error is raised after the pointer checks of the requests before it, so the lowest-numbered
+  // bad request is the one reported).
+  std::exception_ptr bad;
+  for (std::size_t i = 0; i < count && !bad; ++i) {
+    const FileIORequest r = request(i);
+    try {
+      with_index(i, [&] {
+        if (r.file == nullptr) { throw std::invalid_argument(std::string(op) + ": null file"); }
+        if (r.file != last_file) {
+          auto known = files.find(r.file);
+          if (known == files.end()) {
+            const auto& shared = detail::FileHandleAccess::state(*r.file);
+            if (!shared) {
+              throw std::invalid_argument("IO on closed file '" + r.file->path() + "'");
+            }
+            shared->file.require(direction);
+            // Reads stop at the end of the file: sizes are clamped once here, so that every
+            // path (io_uring, plain calls, the device pipeline) gives the same short count.
+            const std::size_t n = direction == Direction::read ? shared->file.nbytes() : 0;
+            state->handles.push_back(shared);
+            known = files.emplace(r.file, std::make_pair(shared.get(), n)).first;
+          }
+          last_file = r.file;
+          handle    = known->second.first;
+          file_size = known->second.second;
+        }
+        constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
+        if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
+          throw std::overflow_error("file offset " + std::to_string(r.file_offset) + " plus size " +
+                                    std::to_string(r.size) +
+                                    " overflows the largest file offset for '" + r.file->path() +
+                                    "'");
+        }
+        std::size_t size = r.size;
+        if (direction == Direction::read && size > 0) {
+          size = r.file_offset >= file_size ? 0 : std::min(size, file_size - r.file_offset);
+        }
+        state->items.push_back(
+          {handle, detail::PointerInfo{}, static_cast<char*>(r.buf), size, r.file_offset, r.size});
+      });
+    } catch (...) {
+      bad = std::current_exception();
+    }
+  }
+  PointerPass::run(state, !bad);
+  for (std::size_t i = 0; i < state->items.size(); ++i) {
+    auto& it = state->items[i];
+    with_index(i, [&] {
+      if (i == state->info_error_index) { std::rethrow_exception(state->info_error); }
+      if (!it.info.host_accessible()) {  // the message is built only where it may be needed
+        detail::check_device_range(it.info,
+                                   it.buf,
+                                   it.asked,
+                                   std::string(op) + " of '" + it.handle->file.path() +
+                                     "' at file offset " + std::to_string(it.offset));
+      }
+    });
+  }
+  if (bad) { std::rethrow_exception(bad); }
   // A request larger than task_size is cut into task_size pieces, as pread() cuts it, so that
   // one large request among small ones does not leave the other threads idle.
   const std::size_t task_size = std::max<std::size_t>(defaults::task_size(), 4096);
+  state->host.reserve(state->items.size());
+  state->host_index.reserve(state->items.size());
   for (std::size_t i = 0; i < state->items.size(); ++i) {
     auto& it = state->items[i];
     for (std::size_t done = 0; done < it.size; done += task_size) {
       const std::size_t n = std::min(task_size, it.size - done);
-      if (uring && it.info.host_accessible()) {
+      if (it.info.host_accessible()) {
         state->host.push_back(
           {it.handle->file.fd(), it.buf + done, n, it.offset + done, &it.handle->file.path()});
         state->host_index.push_back(i);
@@ -209,8 +339,11 @@ std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIO
   }
   auto& pool                = defaults::thread_pool();
   const std::size_t threads = pool.get_thread_count();
-  // The host requests in one share per thread (a few io_uring calls each).
-  state->chunk = std::max<std::size_t>(1, (state->host.size() + threads - 1) / threads);
+  // The host requests in slices, a few per thread: each slice one pass through a ring (deep
+  // queues, a few system calls) or a run of plain calls; a few per thread rather than one so
+  // that a thread that got slow requests does not hold the whole batch up.
+  const std::size_t slices = threads == 1 ? 1 : threads * 4;
+  state->chunk             = std::max<std::size_t>(16, (state->host.size() + slices - 1) / slices);
   const std::size_t host_jobs = (state->host.size() + state->chunk - 1) / state->chunk;
   const std::size_t jobs      = std::min(threads, std::max(host_jobs, state->pool_pieces.size()));
   if (jobs == 0) { return detail::ready_future(0); }
@@ -229,14 +362,19 @@ std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIO
   return future;
 }
 
-std::vector<FileIORequest> on_file(FileHandle* file, const std::vector<IORequest>& requests)
+std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIORequest>& requests)
 {
-  std::vector<FileIORequest> out;
-  out.reserve(requests.size());
-  for (const auto& r : requests) {
-    out.push_back({file, r.buf, r.size, r.file_offset});
-  }
-  return out;
+  return run_batch(direction, requests.size(), [&](std::size_t i) { return requests[i]; });
+}
+
+std::future<std::size_t> run_batch(Direction direction,
+                                   FileHandle* file,
+                                   const std::vector<IORequest>& requests)
+{
+  return run_batch(direction, requests.size(), [&](std::size_t i) {
+    const auto& r = requests[i];
+    return FileIORequest{file, r.buf, r.size, r.file_offset};
+  });
 }
 
 }  // namespace
@@ -253,12 +391,12 @@ std::future<std::size_t> pwrite_batch(const std::vector<FileIORequest>& requests
 
 std::future<std::size_t> FileHandle::pread_batch(const std::vector<IORequest>& requests)
 {
-  return run_batch(Direction::read, on_file(this, requests));
+  return run_batch(Direction::read, this, requests);
 }
 
 std::future<std::size_t> FileHandle::pwrite_batch(const std::vector<IORequest>& requests)
 {
-  return run_batch(Direction::write, on_file(this, requests));
+  return run_batch(Direction::write, this, requests);
 }
 
 std::string batch_backend()

@@ -4,6 +4,7 @@
 #include <kvikio/file_handle.hpp>
 
 #include <fcntl.h>
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <limits>
@@ -125,6 +126,30 @@ std::size_t single_call(Direction direction,
   return move_piece(direction, handle, r.info, r.buf, size, r.file_offset, sync_default_stream);
 }
 
+// Small host reads whose bytes are all in the page cache run on the calling thread: a copy
+// of a few pages costs a microsecond or two, a hand-off to the pool and back tens (issue 14).
+// Larger ones stay on the pool, where the caller may overlap them with other work.
+constexpr std::size_t inline_read_max = 128 * 1024;
+
+/// Reads [offset, offset + size) into `buf` on this thread only if the page cache holds all of
+/// it (preadv2 with RWF_NOWAIT: the kernel refuses rather than waits for the disk). False
+/// means nothing usable was read (not cached, a short read, Direct IO wanted, an old kernel
+/// or file system): the request then takes its usual path, which reads it again in full.
+bool read_from_page_cache_now(const detail::OpenFile& file,
+                              char* buf,
+                              std::size_t size,
+                              std::size_t offset)
+{
+#ifdef RWF_NOWAIT
+  if (defaults::auto_direct_io_read() && file.fd_direct() >= 0) { return false; }
+  iovec iov{buf, size};
+  const ssize_t n = ::preadv2(file.fd(), &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+  return n >= 0 && static_cast<std::size_t>(n) == size;
+#else
+  return false;
+#endif
+}
+
 /// The one body of pread and pwrite: the request split into tasks for the thread pool.
 std::future<std::size_t> parallel_call(Direction direction,
                                        const char* op,
@@ -140,6 +165,10 @@ std::future<std::size_t> parallel_call(Direction direction,
   auto r = check_request(direction, op, handle->file, buf, size, file_offset);
   if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
   const bool device = !r.info.host_accessible();
+  if (!device && direction == Direction::read && size <= inline_read_max && size <= task_size &&
+      read_from_page_cache_now(handle->file, r.buf, size, r.file_offset)) {
+    return detail::ready_future(size);
+  }
   if (device && size < gds_threshold) {
     // Small device requests are not worth the pool or cuFile: POSIX, on this thread.
     return detail::ready_future(

@@ -71,8 +71,9 @@ OpenFile::OpenFile(std::string path, const std::string& flags, mode_t mode) : pa
     throw GenericSystemError(EISDIR, "cannot open '" + path_ + "': it is a directory");
   }
   append_end_ = static_cast<std::size_t>(st.st_size);
-  if (open_file_test_hooks.between_opens != nullptr) { open_file_test_hooks.between_opens(path_); }
-  open_direct(oflags, st);
+  oflags_     = oflags;
+  dev_        = st.st_dev;
+  ino_        = st.st_ino;
 }
 
 // The O_DIRECT descriptor must be the same file as fd_: a second open of the path could reach
@@ -81,9 +82,11 @@ OpenFile::OpenFile(std::string path, const std::string& flags, mode_t mode) : pa
 // /proc/self/fd/<fd> gives a new open file description of the same inode. Without /proc the
 // path is opened again and kept only if it is the same inode. It must not truncate again;
 // file systems without O_DIRECT (tmpfs) refuse it with EINVAL, leaving Direct IO off.
-void OpenFile::open_direct(int oflags, const struct stat& st)
+void OpenFile::open_direct() const noexcept
 {
-  const int direct_flags = (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT;
+  if (fd_ < 0) { return; }  // closed before any use of it
+  if (open_file_test_hooks.between_opens != nullptr) { open_file_test_hooks.between_opens(path_); }
+  const int direct_flags = (oflags_ & ~(O_CREAT | O_TRUNC)) | O_DIRECT;
   const std::string proc = open_file_test_hooks.proc_fd_dir + std::to_string(fd_);
   fd_direct_             = ::open(proc.c_str(), direct_flags);
   if (fd_direct_ >= 0) { return; }
@@ -97,8 +100,8 @@ void OpenFile::open_direct(int oflags, const struct stat& st)
     return;
   }
   struct stat direct_st {};
-  if (::fstat(fd_direct_, &direct_st) != 0 || direct_st.st_dev != st.st_dev ||
-      direct_st.st_ino != st.st_ino) {
+  if (::fstat(fd_direct_, &direct_st) != 0 || direct_st.st_dev != dev_ ||
+      direct_st.st_ino != ino_) {
     ::close(fd_direct_);
     fd_direct_ = -1;
     direct_io_error_ =
@@ -117,7 +120,9 @@ OpenFile::~OpenFile() noexcept
 
 void OpenFile::close()
 {
-  // close(2) releases the descriptor even when it fails (Linux), so it is never retried.
+  // close(2) releases the descriptor even when it fails (Linux), so it is never retried. A
+  // closed file never opens its O_DIRECT descriptor afterwards.
+  std::call_once(direct_once_, [] {});
   int err = 0;
   for (int* fd : {&fd_direct_, &fd_}) {
     if (*fd >= 0 && ::close(*fd) != 0 && err == 0) { err = errno; }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace kvikio::detail {
@@ -19,6 +20,8 @@ class OpenFile {
  public:
   /// Opens the buffered descriptor (throws GenericSystemError naming the file) and, where
   /// the file system allows, an O_DIRECT one (absent otherwise; direct_io_error() says why).
+  /// The O_DIRECT one is opened on first use (fd_direct() or direct_io_error()), so that an
+  /// open whose IO all goes through the page cache costs one open(2) and one fstat(2).
   OpenFile(std::string path, const std::string& flags, mode_t mode);
   /// Closes the descriptors, ignoring errors (use close() to see them).
   ~OpenFile() noexcept;
@@ -27,12 +30,20 @@ class OpenFile {
 
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   [[nodiscard]] int fd() const noexcept { return fd_; }
-  [[nodiscard]] int fd_direct() const noexcept { return fd_direct_; }
+  [[nodiscard]] int fd_direct() const noexcept
+  {
+    ensure_direct();
+    return fd_direct_;
+  }
   [[nodiscard]] bool readable() const noexcept { return readable_; }
   [[nodiscard]] bool writable() const noexcept { return writable_; }
   [[nodiscard]] bool append() const noexcept { return append_; }
   /// Why fd_direct() is -1 (the O_DIRECT open's error), empty when it is open.
-  [[nodiscard]] const std::string& direct_io_error() const noexcept { return direct_io_error_; }
+  [[nodiscard]] const std::string& direct_io_error() const noexcept
+  {
+    ensure_direct();
+    return direct_io_error_;
+  }
   [[nodiscard]] std::size_t nbytes() const;
 
   /// For a file opened with "a": reserves `size` bytes at the end of the file and returns
@@ -55,21 +66,29 @@ class OpenFile {
   void require(Direction direction) const;
 
  private:
-  void open_direct(int oflags, const struct stat& st);
+  void ensure_direct() const noexcept
+  {
+    std::call_once(direct_once_, [this] { open_direct(); });
+  }
+  void open_direct() const noexcept;
 
   std::string path_;
   int fd_{-1};
-  int fd_direct_{-1};
+  int oflags_{0};
+  dev_t dev_{};  // of fd_, to check the O_DIRECT descriptor's file
+  ino_t ino_{};
+  mutable std::once_flag direct_once_;
+  mutable int fd_direct_{-1};
   bool readable_{false};
   bool writable_{false};
   bool append_{false};
   mutable std::atomic<std::size_t> append_end_{0};  // where the next append goes ("a" only)
-  std::string direct_io_error_;
+  mutable std::string direct_io_error_;
 };
 
 /// Test hooks for the O_DIRECT open (reliability audit #13); never set outside tests.
 struct OpenFileTestHooks {
-  /// Called between the buffered open and the O_DIRECT open, with the path.
+  /// Called between the buffered open and the (first-use) O_DIRECT open, with the path.
   void (*between_opens)(const std::string& path){nullptr};
   /// Where the descriptors of this process are listed ("/proc/self/fd/").
   const char* proc_fd_dir{"/proc/self/fd/"};

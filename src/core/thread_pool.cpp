@@ -3,8 +3,13 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <new>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace kvikio {
 
@@ -35,6 +40,20 @@ struct Abandoned {
     std::queue<std::function<void()>>)];
 };
 std::vector<Abandoned*>* abandoned_after_fork = nullptr;
+
+// How long a worker that finished a job looks for the next one before it sleeps. Waking a
+// sleeping thread costs tens of microseconds on a server (futex wake, idle-state exit); a
+// caller issuing small requests one after another submits its next one sooner than that.
+constexpr auto spin_limit = std::chrono::microseconds(50);
+
+inline void cpu_relax() noexcept
+{
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
 }  // namespace
 
 ThreadPool::ThreadPool(unsigned int num_threads)
@@ -74,9 +93,12 @@ void ThreadPool::enqueue(std::function<void()> job)
   std::lock_guard lock(mutex_);
   if (restart_) { start_locked(num_threads_); }
   jobs_.push(std::move(job));
+  queued_.store(jobs_.size(), std::memory_order_relaxed);
+  // A spinning worker takes the job without a wake-up (it looks at the queue under the lock
+  // before it sleeps): wake a sleeper only for jobs the spinners cannot all take.
   // Notified under the lock: once it is released this call touches the pool no more, so a
   // job may destroy its own pool even while the call that queued it is returning.
-  job_available_.notify_one();
+  if (jobs_.size() > spinning_) { job_available_.notify_one(); }
 }
 
 void ThreadPool::wait()
@@ -131,26 +153,55 @@ void ThreadPool::stop()
   workers_.clear();
 }
 
+void ThreadPool::spin_until_queued() const noexcept
+{
+  const auto deadline = std::chrono::steady_clock::now() + spin_limit;
+  for (unsigned round = 0;; ++round) {
+    for (int i = 0; i < 32; ++i) {
+      if (queued_.load(std::memory_order_relaxed) > 0 ||
+          stopping_.load(std::memory_order_relaxed)) {
+        return;
+      }
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) { return; }
+    // More workers than cores (or a busy machine): let the threads that have work run.
+    if (round % 8 == 7) { std::this_thread::yield(); }
+  }
+}
+
 void ThreadPool::worker_loop()
 {
   this_thread_is_worker = true;
+  bool spun             = false;  // counted in spinning_ until the lock is taken again
+  std::function<void()> job;
   while (true) {
-    std::function<void()> job;
+    if (spun) { spin_until_queued(); }
     {
       std::unique_lock lock(mutex_);
+      if (spun) {
+        --spinning_;
+        spun = false;
+      }
       // Drain the queue before stopping so that no submitted future is left broken.
       job_available_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
       if (jobs_.empty()) { return; }
       job = std::move(jobs_.front());
       jobs_.pop();
+      queued_.store(jobs_.size(), std::memory_order_relaxed);
       ++running_;
     }
     job();
+    job = nullptr;  // the job's captures go before the pool may be waited on or destroyed
     if (this_worker_pool_destroyed) { return; }
     {
       std::lock_guard lock(mutex_);
       --running_;
       if (jobs_.empty() && running_ == 0) { idle_.notify_all(); }
+      if (jobs_.empty() && !stopping_) {
+        ++spinning_;
+        spun = true;
+      }
     }
   }
 }
@@ -182,8 +233,10 @@ void ThreadPool::after_fork_in_child() noexcept
     new (&p->jobs_) std::queue<std::function<void()>>();
     new (&p->workers_) std::vector<std::thread>();
     p->running_  = 0;
-    p->stopping_ = false;
-    p->restart_  = true;
+    p->spinning_ = 0;
+    p->queued_.store(0);
+    p->stopping_.store(false);
+    p->restart_ = true;
   }
   registry().mutex.unlock();
 }

@@ -1,14 +1,51 @@
 #include "device/device_io.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "core/format.hpp"
 #include "core/open_file.hpp"
 #include "core/posix_io.hpp"
+#include "device/bounce_buffer.hpp"
+#include "device/pointer.hpp"
 #include "device/staging.hpp"
+#include "shim/cuda_api.hpp"
 
 namespace kvikio::detail {
+namespace {
+
+// Reads up to this size have nothing to overlap: one file read into a pinned buffer and one
+// synchronous copy (cuMemcpyHtoD from pinned memory returns once the bytes are on the
+// device) cost less than the pipeline's stream copy and stream synchronisation (issue 14).
+constexpr std::size_t small_read_max = 256 * 1024;
+
+/// The whole read through one pooled pinned buffer and one synchronous copy; false (before
+/// any IO) where that does not fit: no driver, or a bounce buffer smaller than the read.
+bool small_device_read(const OpenFile& file,
+                       CUcontext ctx,
+                       void* dst,
+                       std::size_t size,
+                       std::size_t offset,
+                       bool direct_io)
+{
+  const auto& api = CudaAPI::instance();
+  if (!api.available()) { return false; }
+  ContextGuard guard(ctx);
+  BounceBuffer bounce;
+  if (size > bounce.size()) { return false; }
+  posix_host_io(Direction::read, file, bounce.data(), size, offset, direct_io);
+  const CUresult r = api.MemcpyHtoD(
+    static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(dst)), bounce.data(), size);
+  if (r != CUDA_SUCCESS) {  // the message is built only here
+    cuda_check(r,
+               "cuMemcpyHtoD",
+               "reading into device memory for " + file_range_text(file.path(), offset, size));
+  }
+  return true;
+}
+
+}  // namespace
 
 // Each piece in flight holds one bounce buffer (the pool's bound), used as two halves: the
 // file transfer of one chunk fills or drains one half while the copy engine moves the other.
@@ -20,6 +57,9 @@ std::size_t posix_device_read(const OpenFile& file,
                               bool direct_io)
 {
   if (size == 0) { return 0; }
+  if (size <= small_read_max && small_device_read(file, ctx, dst, size, offset, direct_io)) {
+    return size;
+  }
   DeviceStager stager(
     ctx, dst, "reading into device memory for " + file_range_text(file.path(), offset, size));
   // Whole halves straight from the file: each read starts page aligned in the buffer, so its

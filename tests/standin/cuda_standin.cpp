@@ -53,7 +53,8 @@ struct Alloc {
   std::size_t size;
   Kind kind;
   Context* ctx;
-  char* backing;  // where the bytes really are (== base for host-accessible kinds)
+  char* backing;          // where the bytes really are (== base for host-accessible kinds)
+  unsigned long long id;  // CU_POINTER_ATTRIBUTE_BUFFER_ID: never reused in the process
 };
 
 struct Stream {
@@ -258,10 +259,12 @@ CUresult alloc(CUdeviceptr* dptr, std::size_t n, Kind kind)
   if (dptr == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
   auto& s = st();
   std::lock_guard lock(s.mutex);
+  static unsigned long long next_id = 0;
   Alloc a{};
   a.size = n;
   a.kind = kind;
   a.ctx  = ctx;
+  a.id   = ++next_id;
   if (kind == Kind::DEVICE) {
     a.backing = static_cast<char*>(std::malloc(n == 0 ? 1 : n));
     if (a.backing == nullptr) { return CUDA_ERROR_OUT_OF_MEMORY; }
@@ -477,6 +480,9 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attr, CUdeviceptr
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
       *static_cast<int*>(data) = a->ctx->device;
       return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      *static_cast<unsigned long long*>(data) = a->id;
+      return CUDA_SUCCESS;
     default:
       return CUDA_ERROR_INVALID_VALUE;
   }
@@ -526,6 +532,7 @@ CUresult cuMemFreeHost(void* p) { return release(reinterpret_cast<std::uintptr_t
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t n)
 {
+  STANDIN_INJECT("cuMemcpyHtoD");
   auto* ctx = current();
   if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
   char* d = device_bytes(dst, n);
