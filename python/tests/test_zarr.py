@@ -4,6 +4,7 @@ and the import guard."""
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import textwrap
@@ -215,3 +216,163 @@ def test_gpu_chunks_come_back_as_cupy(tmp_path):
         assert isinstance(chunk, cupy.ndarray)
         cupy.testing.assert_array_equal(chunk, data[:100, :100])
         cupy.testing.assert_array_equal(z[...], data)
+
+
+# -- the read paths of GDSStore.get / get_partial_values (issue 14) ------------------------
+# get() reads a small value on the event loop's thread, a larger one on kvikio's pool while
+# the loop polls, and waits on a worker thread for a large one or a slow read;
+# get_partial_values reads every value in one kvikio.pread_batch call. Each configuration
+# below sends the same values down a different one of those paths.
+_READ_PATHS = {
+    "inline": {"inline_read_bytes": 1 << 30},
+    "pool+poll": {"inline_read_bytes": 0, "thread_wait_bytes": 1 << 30, "poll_seconds": 10.0},
+    "pool+thread": {"inline_read_bytes": 0, "thread_wait_bytes": 0},
+    "defaults": {},
+}
+_SIZES = (0, 1, 4095, 65536, (256 << 10) + 1, (5 << 20) + 3)
+
+
+def _memory_context(memory):
+    return zarr.config.enable_gpu() if memory == "gpu" else contextlib.nullcontext()
+
+
+def _to_bytes(buf) -> bytes:
+    arr = buf.as_array_like()
+    return (cupy.asnumpy(arr) if HAVE_GPU and isinstance(arr, cupy.ndarray) else np.asarray(arr)).tobytes()
+
+
+def _payloads(root) -> dict[str, bytes]:
+    rng = np.random.default_rng(14)
+    values = {}
+    for i, size in enumerate(_SIZES):
+        values[f"c/{i}"] = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        (root / "c").mkdir(exist_ok=True)
+        (root / "c" / str(i)).write_bytes(values[f"c/{i}"])
+    return values
+
+
+@pytest.mark.parametrize("path", list(_READ_PATHS))
+@pytest.mark.parametrize("memory", ["host", pytest.param("gpu", marks=needs_gpu)])
+async def test_get_reads_every_size_byte_for_byte(tmp_path, path, memory):
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+    from zarr.core.buffer import default_buffer_prototype
+
+    values = _payloads(tmp_path)
+    store = await GDSStore.open(root=tmp_path, read_only=True)
+    for name, value in _READ_PATHS[path].items():
+        setattr(store, name, value)
+    with _memory_context(memory):
+        proto = default_buffer_prototype()
+        for key, payload in values.items():
+            n = len(payload)
+            cases = {None: payload, RangeByteRequest(n // 3, n // 3 + n // 2): payload[n // 3: n // 3 + n // 2],
+                     OffsetByteRequest(n // 4): payload[n // 4:], SuffixByteRequest(n // 5 + 1): payload[-(n // 5 + 1):] if n else b"",
+                     RangeByteRequest(n + 10, n + 20): b""}
+            for request, expected in cases.items():
+                got = await store.get(key, prototype=proto, byte_range=request)
+                assert _to_bytes(got) == expected, (key, request)
+                if memory == "gpu":
+                    assert isinstance(got.as_array_like(), cupy.ndarray)
+            assert _to_bytes(store.get_sync(key, prototype=proto)) == payload
+
+
+async def test_small_values_are_read_without_a_thread_hop(tmp_path, monkeypatch):
+    import kvikio.zarr as kz
+    from zarr.core.buffer import default_buffer_prototype
+
+    values = _payloads(tmp_path)
+    hops = []
+
+    async def counting_to_thread(fn, *args, **kwargs):
+        hops.append(fn)
+        return fn(*args, **kwargs)
+
+    monkeypatch.setattr(kz.asyncio, "to_thread", counting_to_thread)
+    store = await GDSStore.open(root=tmp_path, read_only=True)
+    proto = default_buffer_prototype()
+    for key in ("c/0", "c/1", "c/2", "c/3"):  # up to 64 KiB: inline on the loop
+        assert (await store.get(key, prototype=proto)).to_bytes() == values[key]
+    assert hops == []
+    # A value of thread_wait_bytes or more waits on a worker thread: one hop.
+    assert (await store.get("c/5", prototype=proto)).to_bytes() == values["c/5"]
+    assert len(hops) == 1
+
+
+@pytest.mark.parametrize("memory", ["host", pytest.param("gpu", marks=needs_gpu)])
+async def test_get_partial_values_is_one_batch(tmp_path, monkeypatch, memory):
+    import kvikio
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+    from zarr.core.buffer import default_buffer_prototype
+
+    values = _payloads(tmp_path)
+    (tmp_path / "dir").mkdir()
+    batches = []
+    real = kvikio.pread_batch
+
+    def counting_pread_batch(requests):
+        batches.append(list(requests))
+        return real(batches[-1])
+
+    monkeypatch.setattr(kvikio, "pread_batch", counting_pread_batch)
+    store = await GDSStore.open(root=tmp_path, read_only=True)
+    ranges = [("c/5", RangeByteRequest(1 << 20, (3 << 20) + 7)), ("missing", None), ("c/2", None),
+              ("c/0", None), ("c/4", OffsetByteRequest(1000)), ("dir", None), ("c/2/x", None),
+              ("c/3", SuffixByteRequest(100)), ("c/5", None)]
+    with _memory_context(memory):
+        got = await store.get_partial_values(default_buffer_prototype(), ranges)
+    expected = [values["c/5"][1 << 20:(3 << 20) + 7], None, values["c/2"], values["c/0"],
+                values["c/4"][1000:], None, None, values["c/3"][-100:], values["c/5"]]
+    assert [None if g is None else _to_bytes(g) for g in got] == expected
+    assert len(batches) == 1 and len(batches[0]) == 5  # the empty value needs no IO
+    # LocalStore agrees on the values that exist (a missing one raises there).
+    present = [(r, e) for r, e in zip(ranges, expected) if e is not None]
+    local = await LocalStore.open(root=tmp_path, read_only=True)
+    with _memory_context(memory):
+        theirs = await local.get_partial_values(default_buffer_prototype(), [r for r, _ in present])
+    assert [_to_bytes(g) for g in theirs] == [e for _, e in present]
+
+
+async def test_missing_keys_read_as_none(tmp_path):
+    from zarr.core.buffer import default_buffer_prototype
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "f").write_bytes(b"x")
+    store = await GDSStore.open(root=tmp_path, read_only=True)
+    proto = default_buffer_prototype()
+    for key in ("nothing", "a", "a/nothing", "f/under-a-file"):
+        assert await store.get(key, prototype=proto) is None, key
+        assert store.get_sync(key, prototype=proto) is None, key
+    assert await store.get_partial_values(proto, [("nothing", None), ("a", None)]) == [None, None]
+
+
+async def test_a_value_shorter_than_its_size_raises(tmp_path, monkeypatch):
+    """A file that shrinks between its size and its read (here: a size that lies) raises
+    EndOfFileError naming the file on every path, never returns stale bytes."""
+    import kvikio
+    import kvikio.errors
+    from zarr.core.buffer import default_buffer_prototype
+
+    _payloads(tmp_path)
+    monkeypatch.setattr(kvikio.CuFile, "nbytes", lambda self: os.path.getsize(self._handle.path) + 100)
+    proto = default_buffer_prototype()
+    for path, settings in _READ_PATHS.items():
+        store = await GDSStore.open(root=tmp_path, read_only=True)
+        for name, value in settings.items():
+            setattr(store, name, value)
+        with pytest.raises(kvikio.errors.EndOfFileError, match="c/4"):
+            await store.get("c/4", prototype=proto)
+    # In a batch, the first value that comes short is named.
+    with pytest.raises(kvikio.errors.EndOfFileError, match="c/2"):
+        await store.get_partial_values(proto, [("c/2", None), ("c/3", None), ("c/4", None)])
+
+
+def test_a_truncated_chunk_fails_the_array_read(tmp_path):
+    """A chunk file cut short (a corrupt store) is not read as the fill value: zarr's bytes
+    codec refuses the short buffer."""
+    z = zarr.create_array(store=GDSStore(tmp_path), shape=(1000,), chunks=(100,), dtype="float32", compressors=None)
+    z[...] = np.arange(1000, dtype="float32")
+    os.truncate(tmp_path / "c" / "3", 123)
+    with pytest.raises(ValueError):
+        zarr.open_array(store=GDSStore(tmp_path, read_only=True), mode="r")[...]
+    np.testing.assert_array_equal(zarr.open_array(store=GDSStore(tmp_path, read_only=True), mode="r")[:300],
+                                  np.arange(300, dtype="float32"))

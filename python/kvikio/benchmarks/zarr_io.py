@@ -34,9 +34,12 @@ def parse_bytes(text: str) -> int:
     number = text.rstrip("".join(sorted({c for u in _UNITS for c in u} | set("KMGBI"))))
     unit = text[len(number):].lower()
     number = number.strip()
-    if unit not in _UNITS or not number:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a size (examples: 4096, 64MiB, 4GiB)")
-    return int(float(number) * _UNITS[unit])
+    try:
+        if unit in _UNITS and number:
+            return int(float(number) * _UNITS[unit])
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"'{text}' is not a size (examples: 4096, 64MiB, 4GiB)")
 
 
 def _fmt_size(n: int) -> str:
