@@ -190,7 +190,7 @@ if ls "$SRC"/.gpu-deps/upstream/kvikio_cu13-*.whl > /dev/null 2>&1; then
     rm -rf /tmp/kvikio-upstream-venv
     { python3 -m venv --system-site-packages /tmp/kvikio-upstream-venv && \
       "$UPY" -m pip install -q --no-index --no-deps --no-compile "$SRC"/.gpu-deps/upstream/*.whl \
-        $(ls "$SRC"/.whl/{zarr,numcodecs,donfig,pyyaml,typing_extensions,packaging,google_crc32c}-*.whl 2>/dev/null)
+        $(ls "$SRC"/.whl/{zarr,numcodecs,donfig,pyyaml,typing_extensions,packaging,google_crc32c,msgspec}-*.whl 2>/dev/null)
     } > "$OUT/upstream.log" 2>&1
   fi
   (cd /tmp && "$UPY" -c 'import kvikio, kvikio.zarr; print("upstream kvikio", kvikio.__version__, kvikio.__file__)') \
