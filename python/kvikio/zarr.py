@@ -264,7 +264,7 @@ class GDSStore(LocalStore):
     #: How long :meth:`get` polls for a larger read before a worker thread takes the wait.
     poll_seconds: float = 0.002
 
-    #: Reads of at least this many bytes are waited for on a worker thread at once: the
+    #: Values of at least this many bytes are read on a worker thread (see :meth:`get`): the
     #: hand-off costs little beside their IO, and polling would take a core from it.
     thread_wait_bytes: int = 4 << 20
 
@@ -308,8 +308,8 @@ class GDSStore(LocalStore):
         A value of at most ``inline_read_bytes`` is read on the event loop's thread (a
         thread hand-off costs more than such a read). A larger one is read by kvikio's
         thread pool while the loop serves other chunks; the loop polls for its end for up to
-        ``poll_seconds``, then leaves the wait to a worker thread (at once for a value of
-        ``thread_wait_bytes`` or more)."""
+        ``poll_seconds``, then leaves the wait to a worker thread. A value of
+        ``thread_wait_bytes`` or more is read by a worker thread from the start."""
         if prototype is None:
             prototype = default_buffer_prototype()
         if not self._is_open:
@@ -325,9 +325,15 @@ class GDSStore(LocalStore):
             size = f.nbytes()
             offset, nbytes = (0, size) if byte_range is None else _requested_range(byte_range, size)
             out = _empty_bytes(nbytes, _wants_device_memory(prototype.buffer))
-            if nbytes > self.inline_read_bytes:
-                poll = self.poll_seconds if nbytes < self.thread_wait_bytes else 0.0
-                _check_count(await _wait(f.pread(out, nbytes, offset), poll), nbytes, path)
+            if nbytes >= self.thread_wait_bytes:
+                # A blocking read on a worker thread, as LocalStore does: the hand-off is
+                # small beside such a read, and the worker takes part in the IO besides the
+                # pool.
+                got = await asyncio.to_thread(f.read, out, nbytes, offset)
+                _check_count(got, nbytes, path)
+            elif nbytes > self.inline_read_bytes:
+                got = await _wait(f.pread(out, nbytes, offset), self.poll_seconds)
+                _check_count(got, nbytes, path)
             elif nbytes:
                 _check_count(f.read(out, nbytes, offset), nbytes, path)
         return prototype.buffer.from_array_like(out)

@@ -220,13 +220,15 @@ def test_gpu_chunks_come_back_as_cupy(tmp_path):
 
 # -- the read paths of GDSStore.get / get_partial_values (issue 14) ------------------------
 # get() reads a small value on the event loop's thread, a larger one on kvikio's pool while
-# the loop polls, and waits on a worker thread for a large one or a slow read;
+# the loop polls (a slow one is then waited for on a worker thread), a large one on a worker
+# thread;
 # get_partial_values reads every value in one kvikio.pread_batch call. Each configuration
 # below sends the same values down a different one of those paths.
 _READ_PATHS = {
     "inline": {"inline_read_bytes": 1 << 30},
     "pool+poll": {"inline_read_bytes": 0, "thread_wait_bytes": 1 << 30, "poll_seconds": 10.0},
-    "pool+thread": {"inline_read_bytes": 0, "thread_wait_bytes": 0},
+    "pool, waited on a thread": {"inline_read_bytes": 0, "thread_wait_bytes": 1 << 30, "poll_seconds": 0.0},
+    "worker thread": {"inline_read_bytes": 0, "thread_wait_bytes": 0},
     "defaults": {},
 }
 _SIZES = (0, 1, 4095, 65536, (256 << 10) + 1, (5 << 20) + 3)
