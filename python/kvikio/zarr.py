@@ -147,17 +147,17 @@ async def _wait(future: kvikio.IOFuture, poll_seconds: float) -> int:
     event loop runs other coroutines (the reads of other chunks) between polls; a read still
     running after ``poll_seconds`` is waited for on a worker thread, so a slow disk does
     not keep the loop spinning."""
+    if future.done():  # a small read of a hot file may come back finished
+        return future.get()
     if poll_seconds <= 0:
         return await asyncio.to_thread(future.get)
-    if not future.done():
-        deadline = time.perf_counter() + poll_seconds
-        while True:
-            await asyncio.sleep(0)
-            if future.done():
-                break
-            if time.perf_counter() > deadline:
-                return await asyncio.to_thread(future.get)
-    return future.get()
+    deadline = time.perf_counter() + poll_seconds
+    while True:
+        await asyncio.sleep(0)
+        if future.done():
+            return future.get()
+        if time.perf_counter() > deadline:
+            return await asyncio.to_thread(future.get)
 
 
 def _check_count(got: int, expected: int, path: str) -> None:
