@@ -196,10 +196,10 @@ if ls "$SRC"/.gpu-deps/upstream/kvikio_cu13-*.whl > /dev/null 2>&1; then
   (cd /tmp && "$UPY" -c 'import kvikio, kvikio.zarr; print("upstream kvikio", kvikio.__version__, kvikio.__file__)') \
     >> "$OUT/upstream.log" 2>&1 || note "upstream kvikio does not import (upstream.log): $(tail -1 "$OUT/upstream.log")"
   udev_unfix
-  timeout 110 python3 -m kvikio.benchmarks.zarr_io --size 1GiB --chunk 64KiB 1MiB 16MiB --threads 16 \
+  timeout 100 python3 -m kvikio.benchmarks.zarr_io --size 1GiB --chunk 64KiB 1MiB 16MiB --threads 16 \
     --repetitions 2 --api kvikio --compare-upstream "$UPY" > "$OUT/zarr_upstream.txt" 2>> "$OUT/bench.err"
   note "zarr vs upstream: rc=$?"
-  timeout 40 python3 -m kvikio.benchmarks.overhead --open-read-close --iterations 1000 --repetitions 3 \
+  timeout 30 python3 -m kvikio.benchmarks.overhead --open-read-close --iterations 1000 --repetitions 3 \
     --compare-upstream "$UPY" > "$OUT/open_read_close.txt" 2>> "$OUT/bench.err"
   note "open-read-close vs upstream: rc=$?"
   udev_fix  # step 4b's OFF runs need cuFile registration
