@@ -108,6 +108,35 @@ def _requested_range(byte_range: ByteRequest | None, size: int) -> tuple[int, in
 _MISSING = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 
 
+#: Average cost of opening a value on the event loop, in seconds (exponentially weighted):
+#: where opening is slow (a cuFile registration tried and failing on every open, say),
+#: GDSStore.get reads on worker threads instead, so that the opens overlap rather than queue
+#: on the loop; one value in _PROBE_EVERY is still opened on the loop to follow the cost.
+_open_seconds = 0.0
+_PROBE_EVERY = 64
+_threaded_reads = 0
+
+
+def _open_file(path: str) -> kvikio.CuFile:
+    """Opens ``path`` for reading on the event loop, counting the cost."""
+    global _open_seconds
+    # CPU time of this thread, not wall time: a loop thread that was preempted, or that
+    # waited for the GIL after the open released it, did not pay that wait for the open.
+    t0 = time.thread_time()
+    f = kvikio.CuFile(path, "r")
+    _open_seconds += (time.thread_time() - t0 - _open_seconds) * 0.05
+    return f
+
+
+def _opens_are_slow(limit: float) -> bool:
+    """True where the next value should be read on a worker thread (see _open_seconds)."""
+    global _threaded_reads
+    if _open_seconds <= limit:
+        return False
+    _threaded_reads += 1
+    return _threaded_reads % _PROBE_EVERY != 0
+
+
 class _Pending:
     """One value being read: its open file and the buffer its bytes go to."""
 
@@ -264,6 +293,10 @@ class GDSStore(LocalStore):
     #: How long :meth:`get` polls for a larger read before a worker thread takes the wait.
     poll_seconds: float = 0.002
 
+    #: Where opening a file takes longer than this on average (seconds), :meth:`get` reads
+    #: every value on a worker thread, so that slow opens overlap.
+    slow_open_seconds: float = 100e-6
+
     #: Values of at least this many bytes are read on a worker thread (see :meth:`get`): the
     #: hand-off costs little beside their IO, and polling would take a core from it.
     thread_wait_bytes: int = 4 << 20
@@ -309,7 +342,8 @@ class GDSStore(LocalStore):
         thread hand-off costs more than such a read). A larger one is read by kvikio's
         thread pool while the loop serves other chunks; the loop polls for its end for up to
         ``poll_seconds``, then leaves the wait to a worker thread. A value of
-        ``thread_wait_bytes`` or more is read by a worker thread from the start."""
+        ``thread_wait_bytes`` or more is read by a worker thread from the start, and so is
+        every value where opening a file costs more than ``slow_open_seconds``."""
         if prototype is None:
             prototype = default_buffer_prototype()
         if not self._is_open:
@@ -317,8 +351,10 @@ class GDSStore(LocalStore):
         # One open file and one buffer per value, and no helper objects: at 64 KiB a chunk
         # the Python around the read costs as much as the read.
         path = self._path(key)
+        if _opens_are_slow(self.slow_open_seconds):
+            return await asyncio.to_thread(_read, path, prototype, byte_range)
         try:
-            f = kvikio.CuFile(path, "r")
+            f = _open_file(path)
         except _MISSING:
             return None
         with f:

@@ -291,6 +291,7 @@ async def test_small_values_are_read_without_a_thread_hop(tmp_path, monkeypatch)
 
     monkeypatch.setattr(kz.asyncio, "to_thread", counting_to_thread)
     store = await GDSStore.open(root=tmp_path, read_only=True)
+    store.slow_open_seconds = float("inf")  # a loaded machine's slow open must not count here
     proto = default_buffer_prototype()
     for key in ("c/0", "c/1", "c/2", "c/3"):  # up to 64 KiB: inline on the loop
         assert (await store.get(key, prototype=proto)).to_bytes() == values[key]
@@ -434,3 +435,49 @@ def test_sharded_array_round_trip(tmp_path, memory):
         as_host = cupy.asnumpy if memory == "gpu" else np.asarray
         np.testing.assert_array_equal(as_host(again[...]), data)
         np.testing.assert_array_equal(as_host(again[3:41:5, 7:90:11]), data[3:41:5, 7:90:11])
+
+
+async def test_slow_opens_send_reads_to_worker_threads(tmp_path, monkeypatch):
+    """Where opening a file is slow (cuFile registration failing on every open), get() reads
+    on worker threads so the opens overlap; probes keep following the cost, and once opens
+    are cheap again reads come back to the loop."""
+    import time as _time
+
+    import kvikio
+    import kvikio.zarr as kz
+    from zarr.core.buffer import default_buffer_prototype
+
+    values = _payloads(tmp_path)
+    hops = []
+    real_to_thread, real_init = kz.asyncio.to_thread, kvikio.CuFile.__init__
+    delay = [0.002]
+
+    async def counting_to_thread(fn, *args, **kwargs):
+        hops.append(fn)
+        return await real_to_thread(fn, *args, **kwargs)
+
+    def slow_init(self, *args, **kwargs):
+        # Busy, as a failing cuFile registration is: the store counts CPU time, not waits.
+        end = _time.thread_time() + delay[0]
+        while _time.thread_time() < end:
+            pass
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(kz.asyncio, "to_thread", counting_to_thread)
+    monkeypatch.setattr(kvikio.CuFile, "__init__", slow_init)
+    monkeypatch.setattr(kz, "_open_seconds", 0.0)
+    store = await GDSStore.open(root=tmp_path, read_only=True)
+    proto = default_buffer_prototype()
+    for _ in range(200):
+        assert (await store.get("c/3", prototype=proto)).to_bytes() == values["c/3"]
+    assert kz._open_seconds > store.slow_open_seconds
+    assert len(hops) > 150  # all but the first few and the probes went to threads
+    delay[0] = 0.0
+    for _ in range(100 * kz._PROBE_EVERY):
+        if kz._open_seconds < store.slow_open_seconds:
+            break
+        assert (await store.get("c/3", prototype=proto)).to_bytes() == values["c/3"]
+    hops.clear()
+    for _ in range(10):
+        assert (await store.get("c/2", prototype=proto)).to_bytes() == values["c/2"]
+    assert hops == []
