@@ -8,7 +8,8 @@
 #      plus the remote reads into device memory;
 #   3. runs the whole pytest suite (CuPy, Numba, PyTorch buffers, zarr with GPU buffers);
 #   4. benchmarks: kvikio bench --memory device (4 GiB, 16 threads, hot page cache, POSIX
-#      pipeline and cuFile; cold Direct IO), the Python-layer overhead and the zarr read;
+#      pipeline and cuFile; cold Direct IO), the Python-layer overhead and the zarr read,
+#      and the zarr read and a small open-read-close against upstream KvikIO's wheel;
 #   4b. before/after: the same device bench with the tool built from .gpu-deps/before (a
 #      `git archive` of an earlier commit: src include tools cmake CMakeLists.txt), the two
 #      tools taking turns, each figure a ratio to the limit measured in its own run;
@@ -23,6 +24,8 @@
 #                    (and liburing-dev's, likewise, for the io_uring batches)
 #   .gpu-deps/googletest   GoogleTest source (apt-get download googletest; dpkg -x)
 #   .gpu-deps/before an earlier commit's sources, for step 4b (optional)
+#   .gpu-deps/upstream upstream KvikIO's wheels for the side-by-side step (optional):
+#                    kvikio_cu13, libkvikio_cu13, rapids_logger, cuda_pathfinder
 #   .gpu-deps/seed   the specification (shared/seed), whose examples test_seed_examples.py runs
 #   .whl             wheels for zarr>=3 and what it needs, pytest-asyncio, and moto 5.2.5 with
 #                    what its S3 server needs there (boto3, botocore, s3transfer, jmespath,
@@ -175,8 +178,34 @@ done
 timeout 60 python3 -m kvikio.benchmarks.overhead > "$OUT/overhead.txt" 2>> "$OUT/bench.err"
 timeout 120 python3 -m kvikio.benchmarks.s3_upload --size 512MiB --threads 16 --repetitions 2 \
   > "$OUT/s3_upload.txt" 2>> "$OUT/bench.err"
-timeout 150 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.zarr_io --size 4GiB --chunk 64MiB \
+timeout 90 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.zarr_io --size 2GiB --chunk 64MiB \
   --threads 16 --repetitions 2 > "$OUT/zarr.txt" 2>> "$OUT/bench.err"
+# Upstream KvikIO side by side (issue 14): its wheels (kvikio-cu13, libkvikio-cu13, and
+# rapids-logger and cuda-pathfinder that libkvikio loads) in a venv that sees the system's
+# CuPy and NumPy but has its own kvikio; the same timing code runs under both interpreters
+# over the same files, AUTO as the machine comes (no udev fix). At most about 2 minutes.
+if ls "$SRC"/.gpu-deps/upstream/kvikio_cu13-*.whl > /dev/null 2>&1; then
+  UPY=/tmp/kvikio-upstream-venv/bin/python
+  if [ ! -x "$UPY" ]; then
+    rm -rf /tmp/kvikio-upstream-venv
+    { python3 -m venv --system-site-packages /tmp/kvikio-upstream-venv && \
+      "$UPY" -m pip install -q --no-index --no-deps --no-compile "$SRC"/.gpu-deps/upstream/*.whl \
+        $(ls "$SRC"/.whl/{zarr,numcodecs,donfig,pyyaml,typing_extensions,packaging,google_crc32c,msgspec}-*.whl 2>/dev/null)
+    } > "$OUT/upstream.log" 2>&1
+  fi
+  (cd /tmp && "$UPY" -c 'import kvikio, kvikio.zarr; print("upstream kvikio", kvikio.__version__, kvikio.__file__)') \
+    >> "$OUT/upstream.log" 2>&1 || note "upstream kvikio does not import (upstream.log): $(tail -1 "$OUT/upstream.log")"
+  udev_unfix
+  timeout 100 python3 -m kvikio.benchmarks.zarr_io --size 1GiB --chunk 64KiB 1MiB 16MiB --threads 16 \
+    --repetitions 2 --api kvikio --compare-upstream "$UPY" > "$OUT/zarr_upstream.txt" 2>> "$OUT/bench.err"
+  note "zarr vs upstream: rc=$?"
+  timeout 30 python3 -m kvikio.benchmarks.overhead --open-read-close --iterations 1000 --repetitions 3 \
+    --compare-upstream "$UPY" > "$OUT/open_read_close.txt" 2>> "$OUT/bench.err"
+  note "open-read-close vs upstream: rc=$?"
+  udev_fix  # step 4b's OFF runs need cuFile registration
+else
+  note "upstream comparison: skipped (no .gpu-deps/upstream/kvikio_cu13-*.whl)"
+fi
 
 # --- 4b. before/after: an earlier commit's tool beside this one, taking turns ---------------
 BEFORE_SRC=$SRC/.gpu-deps/before
@@ -256,7 +285,8 @@ echo
 echo "================ summary ================"
 cat "$SUMMARY"
 [ -f "$OUT/info.txt" ] && sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
-for f in bench_posix bench_cufile bench_cold before_after overhead s3_upload zarr "${MULTI_FILES[@]}"; do
+for f in bench_posix bench_cufile bench_cold before_after overhead s3_upload zarr zarr_upstream open_read_close \
+         "${MULTI_FILES[@]}"; do
   [ -f "$OUT/$f.txt" ] && { echo "--- $f"; cat "$OUT/$f.txt"; }
 done
 tail -5 "$OUT/bench.err"

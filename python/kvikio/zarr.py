@@ -18,6 +18,8 @@ to a writer still running), or by :meth:`GDSStore.sweep_partials`.
 from __future__ import annotations
 
 import asyncio
+import builtins
+import functools
 import os
 import re
 import time
@@ -51,13 +53,14 @@ if _version_tuple(zarr.__version__) < _REQUIRED:
 
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest  # noqa: E402
 from zarr.core.buffer import default_buffer_prototype  # noqa: E402
-from zarr.core.common import concurrent_map  # noqa: E402
 from zarr.storage import LocalStore  # noqa: E402
+
+import numpy  # noqa: E402
 
 import kvikio  # noqa: E402
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import AsyncIterator, Iterable, Sequence
 
     from zarr.abc.store import ByteRequest
     from zarr.core.buffer import Buffer, BufferPrototype
@@ -65,21 +68,23 @@ if TYPE_CHECKING:
 __all__ = ["GDSStore"]
 
 
-def _wants_device_memory(prototype: BufferPrototype) -> bool:
+@functools.lru_cache(maxsize=None)
+def _wants_device_memory(buffer_cls: type) -> bool:
+    """Whether zarr's ``prototype.buffer`` class keeps its bytes in GPU memory (cached per
+    class: this is asked once per chunk)."""
     try:
         from zarr.core.buffer import gpu
     except ImportError:
         return False
-    return issubclass(prototype.buffer, gpu.Buffer)
+    return issubclass(buffer_cls, gpu.Buffer)
 
 
 def _empty_bytes(nbytes: int, device: bool):
+    # CuPy's memory pool serves device allocations: no cudaMalloc per chunk once warm.
     if device:
         import cupy
 
         return cupy.empty(nbytes, dtype="uint8")
-    import numpy
-
     return numpy.empty(nbytes, dtype="uint8")
 
 
@@ -99,13 +104,95 @@ def _requested_range(byte_range: ByteRequest | None, size: int) -> tuple[int, in
     raise TypeError(f"Unexpected byte_range, got {byte_range}.")
 
 
-def _read(path: Path, prototype: BufferPrototype, byte_range: ByteRequest | None) -> Buffer:
-    with kvikio.CuFile(path, "r") as f:
-        offset, nbytes = _requested_range(byte_range, f.nbytes())
-        out = _empty_bytes(nbytes, _wants_device_memory(prototype))
-        if nbytes:
-            f.read(out, nbytes, offset)
-    return prototype.buffer.from_array_like(out)
+#: Exceptions of a key that does not name a readable file: the store answers None.
+_MISSING = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
+
+
+#: Average cost of opening a value on the event loop, in seconds (exponentially weighted):
+#: where opening is slow (a cuFile registration tried and failing on every open, say),
+#: GDSStore.get reads on worker threads instead, so that the opens overlap rather than queue
+#: on the loop; one value in _PROBE_EVERY is still opened on the loop to follow the cost.
+_open_seconds = 0.0
+_PROBE_EVERY = 64
+_threaded_reads = 0
+
+
+def _open_file(path: str) -> kvikio.CuFile:
+    """Opens ``path`` for reading on the event loop, counting the cost."""
+    global _open_seconds
+    # CPU time of this thread, not wall time: a loop thread that was preempted, or that
+    # waited for the GIL after the open released it, did not pay that wait for the open.
+    t0 = time.thread_time()
+    f = kvikio.CuFile(path, "r")
+    _open_seconds += (time.thread_time() - t0 - _open_seconds) * 0.05
+    return f
+
+
+def _opens_are_slow(limit: float) -> bool:
+    """True where the next value should be read on a worker thread (see _open_seconds)."""
+    global _threaded_reads
+    if _open_seconds <= limit:
+        return False
+    _threaded_reads += 1
+    return _threaded_reads % _PROBE_EVERY != 0
+
+
+class _Pending:
+    """One value being read: its open file and the buffer its bytes go to."""
+
+    __slots__ = ("file", "out", "nbytes", "offset")
+
+    def __init__(self, path: str, byte_range: ByteRequest | None, device: bool) -> None:
+        self.file = kvikio.CuFile(path, "r")
+        try:
+            self.offset, self.nbytes = _requested_range(byte_range, self.file.nbytes())
+            self.out = _empty_bytes(self.nbytes, device)
+        except BaseException:
+            self.file.close()
+            raise
+
+
+def _open_value(path: str, byte_range: ByteRequest | None, device: bool) -> _Pending | None:
+    """Opens ``path`` for a read of ``byte_range``; None when it names no file."""
+    try:
+        return _Pending(path, byte_range, device)
+    except _MISSING:
+        return None
+
+
+def _read(path: str, prototype: BufferPrototype, byte_range: ByteRequest | None) -> Buffer | None:
+    """Blocking read of one value on the calling thread; None when the key names no file."""
+    p = _open_value(path, byte_range, _wants_device_memory(prototype.buffer))
+    if p is None:
+        return None
+    with p.file:
+        if p.nbytes:
+            _check_count(p.file.read(p.out, p.nbytes, p.offset), p.nbytes, path)
+    return prototype.buffer.from_array_like(p.out)
+
+
+async def _wait(future: kvikio.IOFuture, poll_seconds: float) -> int:
+    """The result of ``future``, awaited without a thread hand-off while it is quick: the
+    event loop runs other coroutines (the reads of other chunks) between polls; a read still
+    running after ``poll_seconds`` is waited for on a worker thread, so a slow disk does
+    not keep the loop spinning."""
+    if future.done():  # a small read of a hot file may come back finished
+        return future.get()
+    if poll_seconds <= 0:
+        return await asyncio.to_thread(future.get)
+    deadline = time.perf_counter() + poll_seconds
+    while True:
+        await asyncio.sleep(0)
+        if future.done():
+            return future.get()
+        if time.perf_counter() > deadline:
+            return await asyncio.to_thread(future.get)
+
+
+def _check_count(got: int, expected: int, path: str) -> None:
+    # The size was read just before: fewer bytes means the file shrank under the read.
+    if got != expected:
+        raise OSError(f"{path}: read {got} of {expected} bytes (did the file shrink?)")
 
 
 # A temporary file: a leading dot, the key's name, 32 hex digits of a uuid4 and ".partial".
@@ -200,8 +287,32 @@ class GDSStore(LocalStore):
     #: leftover of a killed writer and removed.
     stale_partial_seconds: float = 3600.0
 
+    #: Values of at most this many bytes are read on the calling thread (see :meth:`get`).
+    inline_read_bytes: int = 256 << 10
+
+    #: How long :meth:`get` polls for a larger read before a worker thread takes the wait.
+    poll_seconds: float = 0.002
+
+    #: Where opening a file takes longer than this on average (seconds), :meth:`get` reads
+    #: every value on a worker thread, so that slow opens overlap.
+    slow_open_seconds: float = 100e-6
+
+    #: Values of at least this many bytes are read on a worker thread (see :meth:`get`): the
+    #: hand-off costs little beside their IO, and polling would take a core from it.
+    thread_wait_bytes: int = 4 << 20
+
     def __repr__(self) -> str:
         return f"GDSStore('{self}')"
+
+    def _path(self, key: str) -> str:
+        # os.path.join of strings: a pathlib join per chunk costs more than the read of a
+        # small one.
+        root = self._root_str
+        if root is None:
+            root = self._root_str = os.fspath(self.root)
+        return os.path.join(root, key)
+
+    _root_str: str | None = None
 
     def get_sync(self, key, *, prototype=None, byte_range=None):
         """The value of ``key`` (the bytes of ``byte_range`` only, if given) read through
@@ -209,10 +320,7 @@ class GDSStore(LocalStore):
         Blocking."""
         prototype = prototype or default_buffer_prototype()
         self._ensure_open_sync()
-        try:
-            return _read(self.root / key, prototype, byte_range)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
+        return _read(self._path(key), prototype, byte_range)
 
     def set_sync(self, key: str, value: Buffer) -> None:
         """Write ``value`` to ``key`` through :class:`kvikio.CuFile`, atomically (a temporary
@@ -228,25 +336,119 @@ class GDSStore(LocalStore):
         prototype: BufferPrototype | None = None,
         byte_range: ByteRequest | None = None,
     ) -> Buffer | None:
-        """Like :meth:`get_sync`, on a worker thread so that zarr's event loop goes on."""
-        prototype = prototype or default_buffer_prototype()
+        """Like :meth:`get_sync`, without blocking zarr's event loop for long.
+
+        A value of at most ``inline_read_bytes`` is read on the event loop's thread (a
+        thread hand-off costs more than such a read). A larger one is read by kvikio's
+        thread pool while the loop serves other chunks; the loop polls for its end for up to
+        ``poll_seconds``, then leaves the wait to a worker thread. A value of
+        ``thread_wait_bytes`` or more is read by a worker thread from the start, and so is
+        every value where opening a file costs more than ``slow_open_seconds``."""
+        if prototype is None:
+            prototype = default_buffer_prototype()
         if not self._is_open:
             await self._open()
+        # One open file and one buffer per value, and no helper objects: at 64 KiB a chunk
+        # the Python around the read costs as much as the read.
+        path = self._path(key)
+        if _opens_are_slow(self.slow_open_seconds):
+            return await asyncio.to_thread(_read, path, prototype, byte_range)
         try:
-            # IO runs on a worker thread so zarr's event loop keeps serving other chunks.
-            return await asyncio.to_thread(_read, self.root / key, prototype, byte_range)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            f = _open_file(path)
+        except _MISSING:
             return None
+        with f:
+            size = f.nbytes()
+            offset, nbytes = (0, size) if byte_range is None else _requested_range(byte_range, size)
+            out = _empty_bytes(nbytes, _wants_device_memory(prototype.buffer))
+            if nbytes >= self.thread_wait_bytes:
+                # A blocking read on a worker thread, as LocalStore does: the hand-off is
+                # small beside such a read, and the worker takes part in the IO besides the
+                # pool.
+                got = await asyncio.to_thread(f.read, out, nbytes, offset)
+                _check_count(got, nbytes, path)
+            elif nbytes > self.inline_read_bytes:
+                got = await _wait(f.pread(out, nbytes, offset), self.poll_seconds)
+                _check_count(got, nbytes, path)
+            elif nbytes:
+                _check_count(f.read(out, nbytes, offset), nbytes, path)
+        return prototype.buffer.from_array_like(out)
 
     async def get_partial_values(
         self,
         prototype: BufferPrototype,
         key_ranges: Iterable[tuple[str, ByteRequest | None]],
     ) -> list[Buffer | None]:
-        """The values of several ``(key, byte_range)`` pairs, read concurrently; None for
-        each key that does not exist."""
-        requests = [(key, prototype, byte_range) for key, byte_range in key_ranges]
-        return await concurrent_map(requests, self.get, limit=None)
+        """The values of several ``(key, byte_range)`` pairs, read in one
+        :func:`kvikio.pread_batch` call; None for each key that does not exist."""
+        if not self._is_open:
+            await self._open()
+        device = _wants_device_memory(prototype.buffer)
+        paths, pending = [], []
+        try:
+            for key, byte_range in key_ranges:
+                paths.append(self._path(key))
+                pending.append(_open_value(paths[-1], byte_range, device))
+            todo = [p for p in pending if p is not None and p.nbytes]
+            if todo:
+                expected = sum(p.nbytes for p in todo)
+                batch = kvikio.pread_batch([(p.file, p.out, p.nbytes, p.offset) for p in todo])
+                got = await _wait(batch, self.poll_seconds)
+                if got != expected:  # a file shrank: say which one
+                    for path, p in zip(paths, pending):
+                        if p is not None and p.nbytes:
+                            _check_count(p.file.read(p.out, p.nbytes, p.offset), p.nbytes, path)
+        finally:
+            for p in pending:
+                if p is not None:
+                    p.file.close()
+        wrap = prototype.buffer.from_array_like
+        return [None if p is None else wrap(p.out) for p in pending]
+
+    async def get_ranges(
+        self,
+        key: str,
+        byte_ranges: Sequence[ByteRequest | None],
+        *,
+        prototype: BufferPrototype,
+        max_concurrency: int = 10,
+        max_gap_bytes: int = 1 << 20,
+        max_coalesced_bytes: int = 16 << 20,
+    ) -> AsyncIterator[list[tuple[int, Buffer | None]]]:
+        """Many byte ranges of the value ``key`` (a shard's inner chunks: zarr >= 3.2 asks for
+        them this way), read through one open file in one :meth:`kvikio.CuFile.pread_batch`
+        call; yields one batch of ``(index, buffer)`` pairs in input order. A missing key
+        raises ``FileNotFoundError`` inside a ``BaseExceptionGroup``, as zarr's own
+        implementation does. ``max_concurrency``, ``max_gap_bytes`` and
+        ``max_coalesced_bytes`` are accepted for zarr's signature: every range is one
+        request of the batch, so none is merged and no gap is read."""
+        if not self._is_open:
+            await self._open()
+        path = self._path(key)
+        try:
+            f = kvikio.CuFile(path, "r")
+        except _MISSING as e:
+            missing = FileNotFoundError(key)
+            missing.__cause__ = e
+            group = getattr(builtins, "BaseExceptionGroup", None)
+            raise (group(f"{key} does not exist", [missing]) if group else missing) from None
+        device = _wants_device_memory(prototype.buffer)
+        with f:
+            size = f.nbytes()
+            outs, requests = [], []
+            for byte_range in byte_ranges:
+                offset, nbytes = _requested_range(byte_range, size)
+                outs.append(_empty_bytes(nbytes, device))
+                if nbytes:
+                    requests.append((outs[-1], nbytes, offset))
+            if requests:
+                expected = sum(r[1] for r in requests)
+                poll = self.poll_seconds if expected < self.thread_wait_bytes else 0.0
+                if await _wait(f.pread_batch(requests), poll) != expected:
+                    for out, nbytes, offset in requests:  # the file shrank: say where
+                        _check_count(f.read(out, nbytes, offset), nbytes, path)
+        wrap = prototype.buffer.from_array_like
+        yield [(i, wrap(out)) for i, out in enumerate(outs)]
 
     async def _set(self, key: str, value: Buffer, exclusive: bool = False) -> None:
         if not self._is_open:

@@ -111,3 +111,78 @@ def test_s3_upload_benchmark_against_boto3(tmp_path):
     out = json.loads(r.stdout)
     assert out["size"] == 11 << 20 and out["kvikio_GBps"] > 0 and out["boto3_GBps"] > 0
     assert out["kvikio_over_boto3"] > 0
+
+
+def test_zarr_io_several_chunks_against_another_interpreter(tmp_path):
+    """--compare-upstream runs the same timing code under another interpreter (here this
+    one, our own kvikio standing in for upstream's) over the same files."""
+    pytest.importorskip("zarr", minversion="3")
+    r = run("kvikio.benchmarks.zarr_io", "--memory", "host", "--size", "1MiB", "--chunk", "64KiB",
+            "256KiB", "--threads", "2", "--repetitions", "1", "--compare-upstream", sys.executable,
+            "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [row["chunk"] for row in out["results"]] == [64 << 10, 256 << 10]
+    for row in out["results"]:
+        gbps = row["gbps"]
+        assert set(gbps) == {"GDSStore", "LocalStore", "upstream GDSStore"}
+        assert all(v > 0 for v in gbps.values())
+        assert row["ratio_upstream"] == pytest.approx(gbps["GDSStore"] / gbps["upstream GDSStore"])
+    import kvikio
+
+    assert out["upstream"]["kvikio"]["file"] == kvikio.__file__
+    assert not list(tmp_path.glob("kvikio-zarr-bench-*"))  # the arrays are removed
+
+    # The table form names both and the ratio.
+    r = run("kvikio.benchmarks.zarr_io", "--memory", "host", "--size", "256KiB", "--chunk", "64KiB",
+            "--repetitions", "1", "--api", "kvikio", "--compare-upstream", sys.executable, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    head, row = r.stdout.splitlines()[:2]
+    assert "GDSStore GB/s" in head and "upstream GDSStore GB/s" in head and "ours/upstream" in head
+    assert row.split()[:2] == ["64", "KiB"] and row.endswith("x")
+
+
+def test_zarr_io_reports_an_upstream_that_does_not_import(tmp_path):
+    pytest.importorskip("zarr", minversion="3")
+    # An interpreter whose kvikio fails to import: a sitecustomize that breaks it.
+    fake = tmp_path / "broken"
+    fake.mkdir()
+    (fake / "kvikio.py").write_text("raise OSError('libcufile.so.0: cannot open shared object file')\n")
+    wrapper = tmp_path / "python-broken"
+    wrapper.write_text(f"#!/bin/sh\nPYTHONPATH={fake} exec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    r = run("kvikio.benchmarks.zarr_io", "--memory", "host", "--size", "256KiB", "--chunk", "64KiB",
+            "--repetitions", "1", "--api", "kvikio", "--compare-upstream", str(wrapper), cwd=tmp_path)
+    assert r.returncode == 1
+    assert "FAILED: import kvikio failed" in r.stdout and "libcufile.so.0" in r.stdout
+    assert "GDSStore" in r.stdout.splitlines()[0]  # our own figures still come
+
+    r = run("kvikio.benchmarks.zarr_io", "--memory", "host", "--size", "256KiB", "--chunk", "64KiB",
+            "--repetitions", "1", "--compare-upstream", str(tmp_path / "no-such-python"), cwd=tmp_path)
+    assert r.returncode == 1 and "not found" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [(["--chunk", "64KiB", "lots"], "'lots' is not a size"),
+     (["--memory", "disk"], "invalid choice: 'disk'"),
+     (["--drop-vm-cache", "--compare-upstream", "python3"], "leave out --compare-upstream")],
+)
+def test_zarr_io_bad_options(tmp_path, args, message):
+    r = run("kvikio.benchmarks.zarr_io", *args, cwd=tmp_path)
+    assert r.returncode == 2
+    assert message in r.stderr
+
+
+def test_overhead_open_read_close_against_another_interpreter(tmp_path):
+    r = run("kvikio.benchmarks.overhead", "--open-read-close", "--iterations", "50",
+            "--repetitions", "1", "--compare-upstream", sys.executable, "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["size"] == 65536
+    for who in ("ours", "upstream"):
+        x = out[who]
+        assert x["kvikio_us"] > 0 and x["plain_us"] > 0
+        assert x["ratio"] == pytest.approx(x["kvikio_us"] / x["plain_us"])
+    r = run("kvikio.benchmarks.overhead", "--compare-upstream", sys.executable, cwd=tmp_path)
+    assert r.returncode == 2 and "--compare-upstream goes with --open-read-close" in r.stderr
