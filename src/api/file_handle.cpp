@@ -16,6 +16,7 @@
 #include <kvikio/stream.hpp>
 
 #include "api/open_handle.hpp"
+#include "core/block_device_pools.hpp"
 #include "core/open_file.hpp"
 #include "core/parallel_io.hpp"
 #include "core/posix_io.hpp"
@@ -157,7 +158,10 @@ std::future<std::size_t> parallel_call(Direction direction,
     size,
     r.file_offset,
     task_size,
-    thread_pool);
+    // The file's per-device pool serves it, unless the caller chose another pool.
+    handle->pool != nullptr && (thread_pool == nullptr || thread_pool == &defaults::thread_pool())
+      ? handle->pool
+      : thread_pool);
 }
 
 detail::PointerInfo require_device(const void* ptr, const char* op, const std::string& path)
@@ -261,7 +265,8 @@ std::shared_ptr<OpenHandle> open_handle(const std::string& path,
                           "' with compat mode OFF: cuFile is not usable (" +
                           CufileAPI::instance().reason() + ")");
   }
-  auto handle = std::make_shared<OpenHandle>(path, flags, mode);
+  auto handle  = std::make_shared<OpenHandle>(path, flags, mode);
+  handle->pool = block_device_thread_pool(path, handle->file.fd());
   // AUTO resolves now: a later change of the mode affects only files opened afterwards.
   if (defaults::is_compat_mode_preferred(requested)) { return handle; }
   // cuFile needs the O_DIRECT descriptor registered with it.

@@ -19,7 +19,10 @@
 /// cuFile's error code (an enum in cufile.h).
 using CUfileOpError = int;
 #define CU_FILE_SUCCESS 0
+#define CU_FILE_DRIVER_NOT_INITIALIZED (CUFILEOP_BASE_ERR + 1)
 #define CU_FILE_CUDA_DRIVER_ERROR (CUFILEOP_BASE_ERR + 11)
+/// A registered file (cuFileHandleRegister's result).
+typedef void* CUfileHandle_t;  // NOLINT(modernize-use-using)
 /// A cuFile status: `err` a CUfileOpError, `cu_err` a CUresult when err is
 /// CU_FILE_CUDA_DRIVER_ERROR.
 typedef struct CUfileError {  // NOLINT(modernize-use-using)
