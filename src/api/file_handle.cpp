@@ -12,6 +12,7 @@
 #include <kvikio/compat_mode_manager.hpp>
 #include <kvikio/cufile/config.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/nvtx.hpp>
 #include <kvikio/shim.hpp>
 #include <kvikio/stream.hpp>
 
@@ -308,6 +309,7 @@ FileHandle::FileHandle(const std::string& file_path,
                        CompatMode compat_mode)
   : path_(file_path), file_(detail::open_handle(file_path, flags, mode, compat_mode))
 {
+  KVIKIO_NVTX_FUNC_RANGE();
   const bool posix      = file_->compat_mode() == CompatMode::ON;
   file_->compat_manager = CompatModeManager(
     compat_mode, posix, posix || !is_stream_api_available() || config_path().empty());
@@ -365,6 +367,7 @@ std::size_t FileHandle::read(void* buf,
                              std::size_t buf_offset,
                              bool sync_default_stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   return single_call(Direction::read,
                      "read",
                      checked_open_file(),
@@ -380,6 +383,7 @@ std::size_t FileHandle::write(const void* buf,
                               std::size_t buf_offset,
                               bool sync_default_stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   return single_call(Direction::write,
                      "write",
                      checked_open_file(),
@@ -397,6 +401,7 @@ std::future<std::size_t> FileHandle::pread(void* buf,
                                            bool sync_default_stream,
                                            ThreadPool* thread_pool)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   checked_open_file();
   return parallel_call(Direction::read,
                        "pread",
@@ -418,6 +423,7 @@ std::future<std::size_t> FileHandle::pwrite(const void* buf,
                                             bool sync_default_stream,
                                             ThreadPool* thread_pool)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   checked_open_file();
   return parallel_call(Direction::write,
                        "pwrite",
@@ -451,6 +457,7 @@ void FileHandle::read_async(void* devPtr_base,
                             ssize_t* bytes_read_p,
                             CUstream stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE();
   stream_ordered_io(*this,
                     checked_open_file(),
                     Direction::read,
@@ -469,6 +476,7 @@ void FileHandle::write_async(void* devPtr_base,
                              ssize_t* bytes_written_p,
                              CUstream stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE();
   stream_ordered_io(*this,
                     checked_open_file(),
                     Direction::write,
@@ -483,6 +491,7 @@ void FileHandle::write_async(void* devPtr_base,
 StreamFuture FileHandle::read_async(
   void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   checked_open_file();
   auto info = detail::get_pointer_info(devPtr_base);
   StreamFuture f(devPtr_base, size, file_offset, devPtr_offset, stream, info.context);
@@ -494,6 +503,7 @@ StreamFuture FileHandle::read_async(
 StreamFuture FileHandle::write_async(
   void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   checked_open_file();
   auto info = detail::get_pointer_info(devPtr_base);
   StreamFuture f(devPtr_base, size, file_offset, devPtr_offset, stream, info.context);
