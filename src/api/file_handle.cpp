@@ -309,7 +309,6 @@ FileHandle::FileHandle(const std::string& file_path,
                        CompatMode compat_mode)
   : path_(file_path), file_(detail::open_handle(file_path, flags, mode, compat_mode))
 {
-  KVIKIO_NVTX_FUNC_RANGE();
   const bool posix      = file_->compat_mode() == CompatMode::ON;
   file_->compat_manager = CompatModeManager(
     compat_mode, posix, posix || !is_stream_api_available() || config_path().empty());
