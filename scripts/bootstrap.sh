@@ -18,6 +18,8 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config git rsync
 PIP_PACKAGES=(nvidia-cufile "moto[server]==5.2.5" boto3 -r docs/requirements.txt)
 # cuda.h: from the CUDA toolkit where there is one, else from the nvidia-cuda-runtime wheel.
 [ -f /usr/local/cuda/include/cuda.h ] || PIP_PACKAGES+=(nvidia-cuda-runtime)
+# nvtx3 (header-only NVTX ranges, kvikio/nvtx.hpp): the toolkit's, else the nvidia-nvtx wheel's.
+[ -f /usr/local/cuda/include/nvtx3/nvtx3.hpp ] || PIP_PACKAGES+=(nvidia-nvtx)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -45,6 +45,10 @@ cmake -S tests/compat/examples -B build-compat-examples -G Ninja \
   -DCMAKE_PREFIX_PATH="$PWD/build-install" >/dev/null
 cmake --build build-compat-examples
 ./build-compat-examples/compat_no_cuda
+# The CUDA one is compiled (and linked where libcudart is) above; it runs only with a GPU.
+if [ -x build-compat-examples/compat_basic_io ] && nvidia-smi -L >/dev/null 2>&1; then
+  ./build-compat-examples/compat_basic_io
+fi
 
 step "the ABI: libkvikio.so exports the public API (KVIKIO_EXPORT) and nothing of detail::"
 internal=$(nm -DC --defined-only "$BUILD_DIR/src/libkvikio.so" | grep -c ' kvikio::detail::' || true)

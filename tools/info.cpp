@@ -8,6 +8,7 @@
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/device_memory.hpp>
+#include <kvikio/nvtx.hpp>
 #include <kvikio/shim.hpp>
 #include <kvikio/version.hpp>
 
@@ -68,11 +69,15 @@ int run_info(int argc, char** argv, int first)
               batch_backend().c_str(),
               uring_reason.empty() ? "" : " (io_uring: ",
               uring_reason.empty() ? "" : (uring_reason + ")").c_str());
+  std::printf("NVTX ranges: %s\n",
+              is_nvtx_enabled() ? "compiled in (domain libkvikio; seen by a profiler such as nsys)"
+                                : "not compiled in (no nvtx3 headers at build time, or "
+                                  "KVIKIO_USE_NVTX=OFF): the macros are empty");
   std::printf("\n");
   std::printf("settings:\n");
-  std::printf("  %-22s %-28s %-24s %s\n", "name", "environment variable", "value", "source");
+  std::printf("  %-28s %-35s %-24s %s\n", "name", "environment variable", "value", "source");
   for (const auto& s : defaults::list()) {
-    std::printf("  %-22s %-28s %-24s %s\n",
+    std::printf("  %-28s %-35s %-24s %s\n",
                 s.name.c_str(),
                 s.env_var.c_str(),
                 s.value.c_str(),

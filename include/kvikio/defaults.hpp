@@ -147,6 +147,14 @@ class KVIKIO_EXPORT defaults {
   static void set_thread_pool_nthreads(unsigned int n) { set_num_threads(n); }
   /// The shared pool that pread/pwrite run their tasks on.
   static ThreadPool& thread_pool();
+  /// KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE (default off): a FileHandle opened while this is on
+  /// runs its pread/pwrite tasks on a pool of its own block device (a partition counts as its
+  /// disk, an NVMe namespace as its controller; a file system without a block device, such
+  /// as tmpfs, as one device), so that files on different disks do not queue behind each
+  /// other. Each pool has num_threads threads, is created on first use and follows later
+  /// changes of num_threads. A pool passed to pread/pwrite explicitly still wins.
+  static bool thread_pool_per_block_device();
+  static void set_thread_pool_per_block_device(bool flag);
 
   /// KVIKIO_TASK_SIZE, default 4 MiB: the largest piece of a parallel request. Zero rejected.
   static std::size_t task_size();

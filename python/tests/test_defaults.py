@@ -25,6 +25,7 @@ NEW_VALUES = {
     "auto_direct_io_read_overread": True,
     "remote_verbose": True,
     "batch_backend": "thread_pool",
+    "thread_pool_per_block_device": True,
 }
 
 

@@ -13,10 +13,12 @@
 #include <kvikio/compat_mode_manager.hpp>
 #include <kvikio/cufile/config.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/nvtx.hpp>
 #include <kvikio/shim.hpp>
 #include <kvikio/stream.hpp>
 
 #include "api/open_handle.hpp"
+#include "core/block_device_pools.hpp"
 #include "core/open_file.hpp"
 #include "core/parallel_io.hpp"
 #include "core/posix_io.hpp"
@@ -186,7 +188,10 @@ std::future<std::size_t> parallel_call(Direction direction,
     size,
     r.file_offset,
     task_size,
-    thread_pool);
+    // The file's per-device pool serves it, unless the caller chose another pool.
+    handle->pool != nullptr && (thread_pool == nullptr || thread_pool == &defaults::thread_pool())
+      ? handle->pool
+      : thread_pool);
 }
 
 detail::PointerInfo require_device(const void* ptr, const char* op, const std::string& path)
@@ -290,7 +295,8 @@ std::shared_ptr<OpenHandle> open_handle(const std::string& path,
                           "' with compat mode OFF: cuFile is not usable (" +
                           CufileAPI::instance().reason() + ")");
   }
-  auto handle = std::make_shared<OpenHandle>(path, flags, mode);
+  auto handle  = std::make_shared<OpenHandle>(path, flags, mode);
+  handle->pool = block_device_thread_pool(path, handle->file.fd());
   // AUTO resolves now: a later change of the mode affects only files opened afterwards.
   if (defaults::is_compat_mode_preferred(requested)) { return handle; }
   // cuFile needs the O_DIRECT descriptor registered with it.
@@ -389,6 +395,7 @@ std::size_t FileHandle::read(void* buf,
                              std::size_t buf_offset,
                              bool sync_default_stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   return single_call(Direction::read,
                      "read",
                      checked_open_file(),
@@ -404,6 +411,7 @@ std::size_t FileHandle::write(const void* buf,
                               std::size_t buf_offset,
                               bool sync_default_stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   return single_call(Direction::write,
                      "write",
                      checked_open_file(),
@@ -421,6 +429,7 @@ std::future<std::size_t> FileHandle::pread(void* buf,
                                            bool sync_default_stream,
                                            ThreadPool* thread_pool)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   checked_open_file();
   return parallel_call(Direction::read,
                        "pread",
@@ -442,6 +451,7 @@ std::future<std::size_t> FileHandle::pwrite(const void* buf,
                                             bool sync_default_stream,
                                             ThreadPool* thread_pool)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   checked_open_file();
   return parallel_call(Direction::write,
                        "pwrite",
@@ -475,6 +485,7 @@ void FileHandle::read_async(void* devPtr_base,
                             ssize_t* bytes_read_p,
                             CUstream stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE();
   stream_ordered_io(*this,
                     checked_open_file(),
                     Direction::read,
@@ -493,6 +504,7 @@ void FileHandle::write_async(void* devPtr_base,
                              ssize_t* bytes_written_p,
                              CUstream stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE();
   stream_ordered_io(*this,
                     checked_open_file(),
                     Direction::write,
@@ -507,6 +519,7 @@ void FileHandle::write_async(void* devPtr_base,
 StreamFuture FileHandle::read_async(
   void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   checked_open_file();
   auto info = detail::get_pointer_info(devPtr_base);
   StreamFuture f(devPtr_base, size, file_offset, devPtr_offset, stream, info.context);
@@ -518,6 +531,7 @@ StreamFuture FileHandle::read_async(
 StreamFuture FileHandle::write_async(
   void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   checked_open_file();
   auto info = detail::get_pointer_info(devPtr_base);
   StreamFuture f(devPtr_base, size, file_offset, devPtr_offset, stream, info.context);

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include <kvikio/error.hpp>
+#include <kvikio/nvtx.hpp>
 
 #include "core/parallel_io.hpp"
 #include "device/device_io.hpp"
@@ -141,6 +142,7 @@ std::size_t MmapHandle::checked_size(std::optional<std::size_t> size, std::size_
 
 std::size_t MmapHandle::read(void* buf, std::optional<std::size_t> size, std::size_t offset)
 {
+  KVIKIO_NVTX_FUNC_RANGE();
   const std::size_t n = checked_size(size, offset);
   if (n == 0) { return 0; }
   auto info = detail::get_pointer_info(buf);
@@ -161,6 +163,7 @@ std::future<std::size_t> MmapHandle::pread(void* buf,
                                            std::size_t task_size,
                                            ThreadPool* thread_pool)
 {
+  KVIKIO_NVTX_FUNC_RANGE();
   const std::size_t n = checked_size(size, offset);
   if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
   const char* src = map_data_ + (offset - map_offset_);

@@ -26,6 +26,7 @@ struct OpenHandle {
   CufileRegistration cufile;         // empty when device memory goes through the bounce buffers
   std::string fallback_reason;       // why cuFile was asked for but is not used; empty otherwise
   CompatModeManager compat_manager;  // the request and how it resolved (upstream's view)
+  ThreadPool* pool{nullptr};         // its block device's pool (thread_pool_per_block_device)
 
   /// OFF when this file moves device memory through cuFile, ON when through POSIX.
   [[nodiscard]] CompatMode compat_mode() const noexcept

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <kvikio/defaults.hpp>
+#include <kvikio/nvtx.hpp>
 
 #include "core/task_split.hpp"
 
@@ -53,6 +54,7 @@ std::future<std::size_t> parallel_io(Op op,
     auto future = single->promise.get_future();
     if (fail_enqueue_at_for_testing.load() == 0) { throw std::bad_alloc(); }
     pool.detach_task([single]() noexcept {
+      KVIKIO_NVTX_SCOPED_RANGE("task", single->piece.size);
       try {
         single->promise.set_value(single->op(single->piece));
       } catch (...) {
@@ -88,6 +90,7 @@ std::future<std::size_t> parallel_io(Op op,
     void run() noexcept
     {
       for (std::size_t i = next_piece++; i < pieces.count(); i = next_piece++) {
+        KVIKIO_NVTX_SCOPED_RANGE("task", pieces[i].size);
         try {
           bytes += op(pieces[i]);
         } catch (...) {

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/block_device_pools.hpp"
 #include "core/format.hpp"
 #include "core/settings_internal.hpp"
 #include "shim/cufile_api.hpp"
@@ -59,6 +60,7 @@ enum class Id : std::uint8_t {
   auto_direct_io_read_overread,
   remote_verbose,
   batch_backend,
+  thread_pool_per_block_device,
   count
 };
 
@@ -99,6 +101,8 @@ const std::array<SettingSpec, static_cast<std::size_t>(Id::count)>& specs()
      kMaxInt,
      {},
      {"auto", "io_uring", "thread_pool"}},
+    // One pool per block device (core/block_device_pools.hpp), for files opened afterwards.
+    {"thread_pool_per_block_device", "KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE", Kind::FLAG, false},
   }};
   return s;
 }
@@ -440,6 +444,7 @@ void assign(Id id, const SettingValue& value)
     pool  = s.pool.get();
   }
   if (pool != nullptr && pool->get_thread_count() != n) { pool->reset(n); }
+  detail::resize_block_device_pools(n);
 }
 
 /// An unsigned argument of a typed setter: beyond int64 it cannot be stored, and says so.
@@ -583,6 +588,15 @@ void defaults::set_http_timeout(long seconds)
 
 bool defaults::remote_verbose() { return typed<bool>(Id::remote_verbose); }
 void defaults::set_remote_verbose(bool flag) { assign(Id::remote_verbose, flag); }
+
+bool defaults::thread_pool_per_block_device()
+{
+  return typed<bool>(Id::thread_pool_per_block_device);
+}
+void defaults::set_thread_pool_per_block_device(bool flag)
+{
+  assign(Id::thread_pool_per_block_device, flag);
+}
 
 std::string defaults::batch_backend() { return typed<std::string>(Id::batch_backend); }
 void defaults::set_batch_backend(const std::string& backend)

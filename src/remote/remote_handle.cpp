@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <kvikio/hdfs.hpp>
+#include <kvikio/nvtx.hpp>
 #include <kvikio/remote_handle.hpp>
 
 #include "core/parallel_io.hpp"
@@ -270,6 +271,7 @@ std::size_t RemoteHandle::write(const void* buf,
                                 std::size_t size,
                                 std::optional<std::size_t> file_offset)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   if (!writer_ || closed_) {
     auto url = redact_url(endpoint_->url());
     throw RemoteModeError(
@@ -296,6 +298,7 @@ std::future<std::size_t> RemoteHandle::pwrite(const void* buf,
                                               std::size_t size,
                                               std::size_t file_offset)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   return detail::ready_future(write(buf, size, file_offset));
 }
 
@@ -329,6 +332,7 @@ void RemoteHandle::check_range(std::size_t size, std::size_t file_offset) const
 
 std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_offset)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   check_readable("read");
   check_range(size, file_offset);
   if (size == 0) { return 0; }
@@ -355,6 +359,7 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
                                              std::size_t task_size,
                                              ThreadPool* thread_pool)
 {
+  KVIKIO_NVTX_FUNC_RANGE(size);
   check_readable("pread");
   check_range(size, file_offset);
   if (size == 0) { return detail::ready_future(0); }

@@ -3,12 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <limits>
@@ -24,9 +28,12 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
+#include <kvikio/file_utils.hpp>
 #include <kvikio/mmap.hpp>
+#include <kvikio/shim.hpp>
 #include <kvikio/utils.hpp>
 
+#include "api/open_handle.hpp"
 #include "test_utils.hpp"
 
 namespace {
@@ -307,4 +314,211 @@ TEST(CompatConfig, MissingConfigFileGivesEmptyPath)
   const char* env = std::getenv("CUFILE_ENV_PATH_JSON");
   if (env == nullptr || ::access(env, F_OK) == 0) { GTEST_SKIP() << "needs a missing file"; }
   EXPECT_EQ(kvikio::config_path(), "");
+}
+
+// --- file_utils.hpp: upstream's descriptor helpers ---
+
+TEST(CompatFileUtils, FileWrapperOwnsOneDescriptor)
+{
+  kvikio::test::TempDir dir;
+  const auto path = dir.file("wrapped.bin");
+  kvikio::FileWrapper empty;
+  EXPECT_FALSE(empty.opened());
+  EXPECT_EQ(empty.fd(), -1);
+  kvikio::FileWrapper w(path, "w", false, 0644);
+  ASSERT_TRUE(w.opened());
+  const int fd = w.fd();
+  EXPECT_EQ(::write(fd, "abc", 3), 3);
+  EXPECT_EQ(kvikio::open_flags(fd) & O_ACCMODE, O_WRONLY);
+  kvikio::FileWrapper moved(std::move(w));
+  EXPECT_FALSE(w.opened());  // NOLINT(bugprone-use-after-move): the moved-from state is API
+  EXPECT_EQ(moved.fd(), fd);
+  empty = std::move(moved);
+  EXPECT_EQ(empty.fd(), fd);
+  empty.open(path, "r", false, 0644);  // closes the old descriptor first
+  // The old number is closed, or was closed first and reused by the new open.
+  EXPECT_TRUE(empty.fd() == fd || ::fcntl(fd, F_GETFD) == -1);
+  EXPECT_EQ(kvikio::open_flags(empty.fd()) & O_ACCMODE, O_RDONLY);
+  const int read_fd = empty.fd();
+  empty.close();
+  EXPECT_FALSE(empty.opened());
+  EXPECT_EQ(::fcntl(read_fd, F_GETFD), -1);
+  empty.close();  // closing twice does nothing
+  auto msg = message_of<kvikio::GenericSystemError>(
+    [&] { kvikio::FileWrapper missing(dir.file("none/x"), "r", false, 0644); });
+  EXPECT_NE(msg.find("cannot open '" + dir.file("none/x") + "'"), std::string::npos) << msg;
+}
+
+TEST(CompatFileUtils, OpenFlagsAndSizes)
+{
+  EXPECT_EQ(kvikio::open_fd_parse_flags("r", false), O_RDONLY | O_CLOEXEC);
+  EXPECT_EQ(kvikio::open_fd_parse_flags("w", false), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC);
+  EXPECT_EQ(kvikio::open_fd_parse_flags("r+", true), O_RDWR | O_CLOEXEC | O_DIRECT);
+  EXPECT_EQ(kvikio::open_fd_parse_flags("a", false), O_WRONLY | O_CREAT | O_CLOEXEC);
+  EXPECT_NE(message_of<std::invalid_argument>([] {
+              (void)kvikio::open_fd_parse_flags("x", false);
+            }).find("unknown file open flags 'x'"),
+            std::string::npos);
+
+  kvikio::test::TempDir dir;
+  const auto path = dir.file("sized.bin");
+  kvikio::test::write_file(path, kvikio::test::random_bytes(12345));
+  EXPECT_EQ(kvikio::get_file_size(path), 12345U);
+  const int fd = kvikio::open_fd(path, "r", false, 0644);
+  EXPECT_EQ(kvikio::get_file_size(fd), 12345U);
+  EXPECT_EQ(kvikio::open_flags(fd) & O_ACCMODE, O_RDONLY);
+  ::close(fd);
+  EXPECT_EQ(message_of<kvikio::GenericSystemError>([&] { (void)kvikio::open_flags(fd); }),
+            "fcntl(F_GETFL) on descriptor " + std::to_string(fd) + " failed: Bad file descriptor");
+  const auto missing = dir.file("missing.bin");
+  try {
+    (void)kvikio::get_file_size(missing);
+    ADD_FAILURE() << "no exception";
+  } catch (const kvikio::GenericSystemError& e) {
+    EXPECT_EQ(e.code().value(), ENOENT);
+    EXPECT_NE(std::string(e.what()).find("'" + missing + "'"), std::string::npos);
+  }
+  EXPECT_THROW((void)kvikio::get_file_size(-1), kvikio::GenericSystemError);
+  EXPECT_THROW((void)kvikio::open_fd(missing, "r", false, 0644), kvikio::GenericSystemError);
+}
+
+TEST(CompatFileUtils, BlockDeviceInfo)
+{
+  kvikio::test::TempDir dir;
+  const auto path = dir.file("dev.bin");
+  kvikio::test::write_file(path, {'x'});
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  if (major(st.st_dev) == 0) {
+    // overlayfs, tmpfs, NFS: no block device under the build tree.
+    auto msg =
+      message_of<kvikio::GenericSystemError>([&] { (void)kvikio::get_block_device_info(path); });
+    EXPECT_NE(msg.find("is not on a local block device"), std::string::npos) << msg;
+  } else {
+    const auto info = kvikio::get_block_device_info(path);
+    EXPECT_FALSE(info.name.empty());
+    EXPECT_EQ(info.major, major(info.id));
+    EXPECT_EQ(info.minor, minor(info.id));
+    // A partition resolves to its disk: no partition number is left in the name.
+    EXPECT_FALSE(std::filesystem::exists("/sys/class/block/" + info.name + "/partition"));
+  }
+  try {
+    (void)kvikio::get_block_device_info(dir.file("missing"));
+    ADD_FAILURE() << "no exception";
+  } catch (const kvikio::GenericSystemError& e) {
+    EXPECT_EQ(e.code().value(), ENOENT);
+  }
+}
+
+TEST(CompatFileUtils, CufileHandleWrapperWithoutADriver)
+{
+  kvikio::CUFileHandleWrapper w;
+  EXPECT_FALSE(w.registered());
+  EXPECT_EQ(w.handle(), nullptr);
+  w.unregister_handle();  // nothing registered: does nothing
+  if (kvikio::is_cufile_available()) { GTEST_SKIP() << "a cuFile driver opens here"; }
+  auto status = w.register_handle(0);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->err, CU_FILE_DRIVER_NOT_INITIALIZED);
+  EXPECT_FALSE(w.registered());
+  kvikio::CUFileHandleWrapper moved(std::move(w));
+  EXPECT_FALSE(moved.registered());
+}
+
+// --- KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE ---
+
+namespace {
+struct PerDeviceSetting {
+  PerDeviceSetting() { kvikio::defaults::set_thread_pool_per_block_device(true); }
+  ~PerDeviceSetting() { kvikio::defaults::set_thread_pool_per_block_device(false); }
+};
+}  // namespace
+
+TEST(CompatThreadPoolPerBlockDevice, OffByDefaultAndASetting)
+{
+  EXPECT_FALSE(kvikio::defaults::thread_pool_per_block_device());
+  kvikio::defaults::set("thread_pool_per_block_device", true);
+  EXPECT_TRUE(kvikio::defaults::thread_pool_per_block_device());
+  kvikio::defaults::set_thread_pool_per_block_device(false);
+  EXPECT_EQ(std::get<bool>(kvikio::defaults::get("thread_pool_per_block_device")), false);
+  bool listed = false;
+  for (const auto& s : kvikio::defaults::list()) {
+    if (s.name == "thread_pool_per_block_device") {
+      listed = s.env_var == "KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE" && s.value == "false";
+    }
+  }
+  EXPECT_TRUE(listed);
+  // Off: no file gets a pool of its own.
+  kvikio::test::TempDir dir;
+  const auto path = dir.file("off.bin");
+  kvikio::test::write_file(path, {'x'});
+  kvikio::FileHandle f(path, "r");
+  EXPECT_EQ(kvikio::detail::FileHandleAccess::state(f)->pool, nullptr);
+}
+
+// Files on two devices (the build tree and the tmpfs /dev/shm) are served by two pools: with
+// one thread each, blocking the first file's pool leaves the second file's reads running.
+TEST(CompatThreadPoolPerBlockDevice, FilesOnTwoDevicesUseTwoPools)
+{
+  kvikio::test::TempDir dir;
+  const std::string shm_dir = "/dev/shm";
+  struct stat build_st {};
+  struct stat shm_st {};
+  ASSERT_EQ(::stat(std::filesystem::current_path().c_str(), &build_st), 0);
+  if (::stat(shm_dir.c_str(), &shm_st) != 0 || ::access(shm_dir.c_str(), W_OK) != 0) {
+    GTEST_SKIP() << "no writable /dev/shm";
+  }
+  if (build_st.st_dev == shm_st.st_dev) { GTEST_SKIP() << "the build tree is on /dev/shm"; }
+  kvikio::test::ScopedSettings restore;
+  kvikio::defaults::set_num_threads(1);
+  PerDeviceSetting per_device;
+  const auto data = kvikio::test::random_bytes(3 << 20);
+  const auto disk = dir.file("disk.bin");
+  const auto shm  = shm_dir + "/kvikio-per-device-" + std::to_string(::getpid()) + ".bin";
+  struct Remove {
+    std::string path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove_shm{shm};
+  kvikio::test::write_file(disk, data);
+  kvikio::test::write_file(shm, data);
+
+  kvikio::FileHandle a(disk, "r");
+  kvikio::FileHandle b(shm, "r");
+  kvikio::FileHandle a2(disk, "r");
+  auto* pool_a = kvikio::detail::FileHandleAccess::state(a)->pool;
+  auto* pool_b = kvikio::detail::FileHandleAccess::state(b)->pool;
+  ASSERT_NE(pool_a, nullptr);
+  ASSERT_NE(pool_b, nullptr);
+  EXPECT_NE(pool_a, pool_b);
+  EXPECT_NE(pool_a, &kvikio::defaults::thread_pool());
+  EXPECT_EQ(kvikio::detail::FileHandleAccess::state(a2)->pool, pool_a);  // same device, same pool
+  EXPECT_EQ(pool_a->get_thread_count(), 1U);
+
+  // Block pool_a's only thread.
+  std::promise<void> release;
+  auto gate    = release.get_future().share();
+  auto blocker = pool_a->submit_task([gate] { gate.wait(); });
+  std::vector<char> out_a(data.size());
+  std::vector<char> out_b(data.size());
+  auto fa = a.pread(out_a.data(), out_a.size(), 0, 1 << 20);
+  auto fb = b.pread(out_b.data(), out_b.size(), 0, 1 << 20);
+  ASSERT_EQ(fb.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(fb.get(), data.size());
+  EXPECT_EQ(out_b, data);
+  EXPECT_EQ(fa.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  release.set_value();
+  EXPECT_EQ(fa.get(), data.size());
+  EXPECT_EQ(out_a, data);
+  blocker.get();
+
+  // An explicit pool still wins over the file's own.
+  kvikio::ThreadPool mine(2);
+  std::fill(out_a.begin(), out_a.end(), 0);
+  EXPECT_EQ(a.pread(out_a.data(), out_a.size(), 0, 1 << 20, 0, true, &mine).get(), data.size());
+  EXPECT_EQ(out_a, data);
+
+  // num_threads follows to the per-device pools.
+  kvikio::defaults::set_num_threads(3);
+  EXPECT_EQ(pool_a->get_thread_count(), 3U);
+  EXPECT_EQ(pool_b->get_thread_count(), 3U);
 }

@@ -21,8 +21,12 @@
 using CUfileOpError = int;
 /// cuFile's success code.
 #define CU_FILE_SUCCESS 0
+/// cuFile's code for a driver that is not open (or libcufile that is not usable).
+#define CU_FILE_DRIVER_NOT_INITIALIZED (CUFILEOP_BASE_ERR + 1)
 /// cuFile's code for a CUDA driver error (`cu_err` holds it).
 #define CU_FILE_CUDA_DRIVER_ERROR (CUFILEOP_BASE_ERR + 11)
+/// A registered file (cuFileHandleRegister's result).
+typedef void* CUfileHandle_t;  // NOLINT(modernize-use-using)
 /// A cuFile status: `err` a CUfileOpError, `cu_err` a CUresult when err is
 /// CU_FILE_CUDA_DRIVER_ERROR.
 typedef struct CUfileError {  // NOLINT(modernize-use-using)

@@ -34,7 +34,10 @@ int main()
     kvikio::DriverInitializer init;
     kvikio::DriverProperties props;
     std::cout << "nvfs " << props.get_nvfs_major_version() << "." << props.get_nvfs_minor_version()
-              << ", max batch IO size " << props.get_max_batch_io_size() << '\n';
+              << ", compat allowed " << props.get_nvfs_allow_compat_mode() << ", poll "
+              << props.get_nvfs_poll_mode() << " above " << props.get_nvfs_poll_thresh_size()
+              << " KiB, max pinned " << props.get_max_pinned_memory_size()
+              << " KiB, max batch IO size " << props.get_max_batch_io_size() << '\n';
   }
   std::vector<int> src(count);
   std::iota(src.begin(), src.end(), 7);
