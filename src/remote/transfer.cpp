@@ -502,9 +502,6 @@ std::optional<std::chrono::milliseconds> RangeTransfer::finish(CURLcode rc)
   s.curl->mark_failed(rc != CURLE_OK);
   s.curl.reset();  // back to the thread cache (or freed) before anything is thrown
   auto& st = s.st;
-  // Described before `received` moves: the message names the range this attempt asked for.
-  const std::string what =
-    "GET " + range_text(s.file_offset + s.received, s.size - s.received) + " of";
   s.received += st.got;
   if (st.sink_error) { std::rethrow_exception(st.sink_error); }
   const std::string url = redact_url(s.endpoint.url());
@@ -542,7 +539,9 @@ std::optional<std::chrono::milliseconds> RangeTransfer::finish(CURLcode rc)
     return std::nullopt;
   }
   if (a.rc == CURLE_OK) { a.error_code = error_code_from_body(st.error_body); }
-  return s.retries.after_failure(a, what);
+  // The range still missing: a retry asks for that much.
+  return s.retries.after_failure(
+    a, "GET " + range_text(s.file_offset + s.received, s.size - s.received) + " of");
 }
 
 std::size_t fetch_range(RemoteEndpoint& endpoint,
