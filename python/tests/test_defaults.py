@@ -25,6 +25,10 @@ NEW_VALUES = {
     "auto_direct_io_read_overread": True,
     "remote_verbose": True,
     "batch_backend": "thread_pool",
+    "remote_io_backend": "MULTI_POLL",
+    "remote_io_num_reactors": 2,
+    "remote_io_reactor_dispatch": "PER_PREAD",
+    "remote_io_max_concurrent_requests": 0,
 }
 
 
