@@ -63,6 +63,7 @@ struct Options {
   std::string pattern{"sequential"};  // --pattern random: see bench_random.hpp
   std::size_t io_size{4096};
   std::size_t count{20000};
+  bool count_given{false};
 };
 
 const char* usage =
@@ -93,7 +94,10 @@ const char* usage =
   "                        one at a time and one pread_batch call, in IOPS, next to plain\n"
   "                        pread loops on 1 and --threads threads\n"
   "  --io-size BYTES       size of each random read (default 4KiB)\n"
-  "  --count N             random reads per timed run (default 20000)\n";
+  "  --count N             random reads per timed run (default 20000; 1000 with --remote)\n"
+  "                        With --remote, --pattern random reads the ranges as one\n"
+  "                        pread_batch per remote IO backend, one by one (pread().get()),\n"
+  "                        and as plain curl multi GETs of the same concurrency\n";
 
 Options parse(int argc, char** argv, int first)
 {
@@ -162,7 +166,8 @@ Options parse(int argc, char** argv, int first)
     } else if (*name == "io-size") {
       o.io_size = parse_bytes(*name, args.value());
     } else if (*name == "count") {
-      o.count = parse_count(*name, args.value());
+      o.count       = parse_count(*name, args.value());
+      o.count_given = true;
     } else if (*name == "remote-server") {
       o.remote_server = args.value();
     } else if (*name == "help") {
@@ -439,7 +444,10 @@ int run_bench(int argc, char** argv, int first)
                              o.threads,
                              o.task_size,
                              o.repetitions,
-                             o.json});
+                             o.json,
+                             o.pattern,
+                             o.io_size,
+                             o.count_given ? o.count : 1000});
   }
   const bool temporary = o.file.empty();
   if (temporary) {
