@@ -515,8 +515,8 @@ def test_pread_batch_random_overlapping_unsorted_ranges_byte_for_byte(http_serve
 
 
 def test_pread_batch_whole_buffers_default_offset_and_empty(http_server, remote_io_backend):
-    data = http_server.data("small.bin")
-    with RemoteFile.open_http(http_server.url("small.bin")) as f:
+    data = http_server.data("file.bin")
+    with RemoteFile.open_http(http_server.url("file.bin")) as f:
         a, b = bytearray(10), np.zeros(7, dtype=np.uint8)
         assert f.pread_batch([(a,), (b, None, 3)]).get() == 17
         assert bytes(a) == data[:10] and b.tobytes() == data[3:10]
@@ -524,7 +524,7 @@ def test_pread_batch_whole_buffers_default_offset_and_empty(http_server, remote_
 
 
 def test_pread_batch_bad_requests_name_their_index(http_server, remote_io_backend):
-    with RemoteFile.open_http(http_server.url("small.bin")) as f:
+    with RemoteFile.open_http(http_server.url("file.bin")) as f:
         n = f.nbytes()
         with pytest.raises(kvikio.errors.EndOfFileError, match="batch request 1: "):
             f.pread_batch([(bytearray(4), 4, 0), (bytearray(4), 4, n - 3)])
@@ -533,10 +533,11 @@ def test_pread_batch_bad_requests_name_their_index(http_server, remote_io_backen
 
 
 def test_pread_batch_reports_the_lowest_numbered_failure(http_server, remote_io_backend):
-    url = http_server.url("file.bin", "fail=500")
-    with kvikio.defaults.set("http_max_attempts", 1), RemoteFile.open_http(url, nbytes=60_000) as f:
-        reqs = [(bytearray(10), 10, 50_000), (bytearray(10), 10, 10), (bytearray(10), 10, 20_000)]
-        with pytest.raises(kvikio.remote_file.RemoteHttpError, match="bytes=50000-50009") as info:
+    # Far apart (more than 64 KiB), so that each request is a range request of its own.
+    url = http_server.url("odd.bin", "fail=500")
+    with kvikio.defaults.set("http_max_attempts", 1), RemoteFile.open_http(url, nbytes=3_000_000) as f:
+        reqs = [(bytearray(10), 10, 2_500_000), (bytearray(10), 10, 10), (bytearray(10), 10, 1_000_000)]
+        with pytest.raises(kvikio.remote_file.RemoteHttpError, match="bytes=2500000-2500009") as info:
             f.pread_batch(reqs).get()
         assert info.value.http_status == 500
 
