@@ -422,7 +422,8 @@ class KVIKIO_EXPORT RemoteHandle {
   /// requests go out in parallel (on the pool, or on the reactors with MULTI_POLL, see
   /// RemoteIOBackend). Non-blocking: the future yields the total bytes of the requests, or
   /// rethrows the error of the lowest-numbered failed request once every range request has
-  /// finished (none is left running either way). Zero-size requests send nothing; an empty
+  /// finished (none is left running either way; the message of an error names the range
+  /// request, which covers every request joined into it). Zero-size requests send nothing; an empty
   /// batch is ready with 0. The buffers must stay valid until the future is ready.
   std::future<std::size_t> pread_batch(const std::vector<IORequest>& requests);
 
