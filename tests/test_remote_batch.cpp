@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <kvikio/defaults.hpp>
+#include <kvikio/device_memory.hpp>
 #include <kvikio/remote_handle.hpp>
 
 #include "remote_servers.hpp"
@@ -377,4 +378,39 @@ TEST_P(RemoteBatch, MultiPollOverlapsRequestsBeyondThePoolAndKeepsItsCap)
   for (std::size_t k = 0; k < bufs.size(); ++k) {
     EXPECT_TRUE(std::equal(bufs[k].begin(), bufs[k].end(), data_.begin() + k * 150'000));
   }
+}
+
+// Device memory: through the stand-in driver in CI (ctest remote_batch.device_standin), through
+// the GPU where there is one.
+TEST_P(RemoteBatch, MixedHostAndDeviceRequestsByteForByte)
+{
+  if (kvikio::device_count() == 0) {
+    GTEST_SKIP() << "needs a CUDA device (or the stand-in driver)";
+  }
+  auto h = RemoteHandle::open(url());
+  DeviceBuffer device(300'000);
+  const std::vector<char> poison(device.size(), '\x5a');
+  device.copy_from_host(poison.data(), poison.size());
+  auto* d = static_cast<char*>(device.data());
+  std::vector<char> host1(5000), host2(7000);
+  std::vector<IORequest> reqs{{d + 100, 200'000, 1234},
+                              {host1.data(), 5000, 1000},
+                              {d + 250'000, 40'000, 999'000},
+                              {host2.data(), 7000, 3000}};
+  EXPECT_EQ(h.pread_batch(reqs).get(), 252'000U);
+  std::vector<char> got(device.size());
+  device.copy_to_host(got.data(), got.size());
+  EXPECT_TRUE(std::equal(got.begin() + 100, got.begin() + 200'100, data_.begin() + 1234));
+  EXPECT_TRUE(std::equal(got.begin() + 250'000, got.begin() + 290'000, data_.begin() + 999'000));
+  EXPECT_TRUE(std::all_of(got.begin(), got.begin() + 100, [](char c) { return c == '\x5a'; }));
+  EXPECT_TRUE(
+    std::all_of(got.begin() + 200'100, got.begin() + 250'000, [](char c) { return c == '\x5a'; }));
+  EXPECT_TRUE(std::equal(host1.begin(), host1.end(), data_.begin() + 1000));
+  EXPECT_TRUE(std::equal(host2.begin(), host2.end(), data_.begin() + 3000));
+  // A device range past its allocation is refused by index before anything is sent.
+  const auto before = requests();
+  KVIKIO_EXPECT_THROW_WITH(h.pread_batch({{host1.data(), 10, 0}, {d + 299'990, 11, 0}}),
+                           std::out_of_range,
+                           "batch request 1: ");
+  EXPECT_EQ(requests(), before);
 }
