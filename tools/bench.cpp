@@ -63,6 +63,7 @@ struct Options {
   std::string pattern{"sequential"};  // --pattern random: see bench_random.hpp
   std::size_t io_size{4096};
   std::size_t count{20000};
+  bool count_given{false};
 };
 
 const char* usage =
@@ -95,7 +96,10 @@ const char* usage =
   "                        bytes and close, through FileHandle next to the plain calls\n"
   "                        (e.g. --size 64KiB --io-size 64KiB)\n"
   "  --io-size BYTES       size of each random read (default 4KiB)\n"
-  "  --count N             random reads per timed run (default 20000)\n";
+  "  --count N             random reads per timed run (default 20000; 1000 with --remote)\n"
+  "                        With --remote, --pattern random reads the ranges as one\n"
+  "                        pread_batch per remote IO backend, one by one (pread().get()),\n"
+  "                        and as plain curl multi GETs of the same concurrency\n";
 
 Options parse(int argc, char** argv, int first)
 {
@@ -164,7 +168,8 @@ Options parse(int argc, char** argv, int first)
     } else if (*name == "io-size") {
       o.io_size = parse_bytes(*name, args.value());
     } else if (*name == "count") {
-      o.count = parse_count(*name, args.value());
+      o.count       = parse_count(*name, args.value());
+      o.count_given = true;
     } else if (*name == "remote-server") {
       o.remote_server = args.value();
     } else if (*name == "help") {
@@ -441,7 +446,10 @@ int run_bench(int argc, char** argv, int first)
                              o.threads,
                              o.task_size,
                              o.repetitions,
-                             o.json});
+                             o.json,
+                             o.pattern,
+                             o.io_size,
+                             o.count_given ? o.count : 1000});
   }
   const bool temporary = o.file.empty();
   if (temporary) {

@@ -20,6 +20,12 @@ struct RemoteBenchOptions {
   std::size_t task_size{};
   unsigned int repetitions{3};
   bool json{false};
+  /// "sequential": one pread of `size` bytes; "random": `count` reads of `io_size` bytes at
+  /// random offsets, as one pread_batch (on each remote IO backend), one by one
+  /// (pread().get() each) and as plain curl multi range GETs of the same concurrency.
+  std::string pattern{"sequential"};
+  std::size_t io_size{64 << 10};
+  std::size_t count{1000};
 };
 
 /// Runs the remote benchmark and prints the table (or JSON); returns the exit code.

@@ -28,6 +28,25 @@ namespace kvikio {
 /// Where a setting's current value came from (shown by `kvikio info`).
 enum class SettingSource { DEFAULT, ENVIRONMENT, SET };
 
+/// How remote reads (RemoteHandle::pread, RemoteHandle::pread_batch) run their range requests.
+enum class RemoteIOBackend : std::uint8_t {
+  /// Each range request on a thread of the pool, blocking in curl_easy_perform: as many
+  /// requests in flight as the pool has threads.
+  EASY_THREADPOOL,
+  /// Range requests into host memory go to reactor threads, each driving many transfers at
+  /// once with one libcurl multi handle (curl_multi_poll), up to
+  /// remote_io_max_concurrent_requests in flight. Reads into device memory stay on the pool.
+  MULTI_POLL,
+};
+
+/// How MULTI_POLL spreads one call's range requests over the reactors.
+enum class RemoteReactorDispatch : std::uint8_t {
+  /// Each range request to the next reactor in turn.
+  PER_CHUNK,
+  /// Every range request of one pread (or pread_batch) call to the same reactor.
+  PER_PREAD,
+};
+
 /// One setting, for listing: its name (the Python `defaults` key), environment variable,
 /// current value as text, and source.
 struct KVIKIO_EXPORT SettingInfo {
@@ -211,6 +230,23 @@ class KVIKIO_EXPORT defaults {
   /// Sets batch_backend(). Throws std::invalid_argument for another word than "auto", "io_uring" or
   /// "thread_pool" (any case).
   static void set_batch_backend(const std::string& backend);
+
+  /// KVIKIO_REMOTE_IO_BACKEND (default EASY_THREADPOOL): how remote reads run (see
+  /// RemoteIOBackend).
+  static RemoteIOBackend remote_io_backend();
+  static void set_remote_io_backend(RemoteIOBackend backend);
+  /// KVIKIO_REMOTE_IO_NUM_REACTORS (default 1, MULTI_POLL only): reactor threads, each with
+  /// its own libcurl multi handle.
+  static unsigned int remote_io_num_reactors();
+  static void set_remote_io_num_reactors(unsigned int n);
+  /// KVIKIO_REMOTE_IO_REACTOR_DISPATCH (default PER_CHUNK, MULTI_POLL only): how a call's
+  /// range requests are spread over the reactors (see RemoteReactorDispatch).
+  static RemoteReactorDispatch remote_io_reactor_dispatch();
+  static void set_remote_io_reactor_dispatch(RemoteReactorDispatch dispatch);
+  /// KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS (default 256; 0: unlimited; MULTI_POLL only):
+  /// range requests in flight at once, over all reactors (each gets an equal share).
+  static std::size_t remote_io_max_concurrent_requests();
+  static void set_remote_io_max_concurrent_requests(std::size_t n);
 
   /// Every setting with its current value and source, in a fixed order.
   static std::vector<SettingInfo> list();

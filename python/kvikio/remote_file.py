@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import io
 import urllib.parse
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 from kvikio import _lib
 from kvikio.cufile import IOFuture
@@ -568,6 +568,18 @@ class RemoteFile:
             kvikio.remote_file.RemoteModeError: The file is opened for writing.
         """
         return self._handle.pread(buf, size, file_offset, task_size)
+
+    def pread_batch(self, requests: Iterable[tuple]) -> IOFuture:
+        """Read many ``(buf, size, file_offset)`` requests of this object in one call (like
+        :meth:`kvikio.CuFile.pread_batch`); non-blocking. ``size`` None reads the whole
+        buffer, ``file_offset`` defaults to 0. Every request is checked before anything is
+        sent (a bad one raises naming its index, e.g. ``"batch request 3: ..."``). Requests
+        into host memory that lie within 64 KiB of each other share one range request of at
+        most ``task_size`` bytes; the range requests go out in parallel (on the thread pool,
+        or with ``remote_io_backend`` ``"MULTI_POLL"`` on libcurl multi reactors). ``get()``
+        returns the total bytes or raises the error of the lowest-numbered failed request,
+        once every request has finished."""
+        return self._handle.pread_batch(requests)
 
     def write(
         self,

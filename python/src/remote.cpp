@@ -156,6 +156,49 @@ class Remote {
     return pread(buf, size, file_offset, task_size).get();
   }
 
+  /// `requests`: an iterable of (buf[, size[, file_offset]]); size None: the whole buffer.
+  IOFuture pread_batch(nb::handle requests)
+  {
+    struct Keepalive {
+      std::vector<BufferView> views;
+      std::shared_ptr<RemoteHandle> handle;
+    };
+    auto keep    = std::make_shared<Keepalive>();
+    keep->handle = checked();
+    std::vector<IORequest> batch;
+    std::size_t index = 0;
+    for (nb::handle item : requests) {
+      const std::string where = "batch request " + std::to_string(index) + ": ";
+      if (!PySequence_Check(item.ptr()) || PyUnicode_Check(item.ptr()) ||
+          PyBytes_Check(item.ptr())) {
+        throw nb::type_error((where + "expected a tuple, got " +
+                              nb::cast<std::string>(nb::str(item.type().attr("__name__"))))
+                               .c_str());
+      }
+      const auto len = static_cast<std::size_t>(nb::len(item));
+      if (len < 1 || len > 3) {
+        throw nb::type_error(
+          (where + "expected (buf[, size[, file_offset]]), got " + std::to_string(len) + " items")
+            .c_str());
+      }
+      auto at = [&](std::size_t k) {
+        return nb::steal(PySequence_GetItem(item.ptr(), static_cast<Py_ssize_t>(k)));
+      };
+      auto view             = BufferView::from_object(at(0), /*writable=*/true);
+      const std::size_t n   = request_size(view, len > 1 ? at(1) : nb::none());
+      const std::size_t off = len > 2 ? to_size(at(2), "file_offset") : 0;
+      batch.push_back({view.ptr(), n, off});
+      keep->views.push_back(std::move(view));
+      ++index;
+    }
+    std::future<std::size_t> future;
+    {
+      nb::gil_scoped_release release;
+      future = keep->handle->pread_batch(batch);
+    }
+    return {std::move(future), BufferView{}, std::move(keep)};
+  }
+
   /// Copies the bytes into part buffers (GIL released) before returning; `task_size` is
   /// accepted for symmetry with the read methods (writes go in parts of `part_size`).
   std::size_t write(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
@@ -393,6 +436,7 @@ void bind_remote(nb::module_& m)
     .def("__str__", &Remote::str);
   def_parallel_io(cls, "pread", &Remote::pread, DefaultOffset::ZERO);
   def_parallel_io(cls, "read", &Remote::read, DefaultOffset::ZERO);
+  cls.def("pread_batch", &Remote::pread_batch, "requests"_a);
   def_parallel_io(cls, "write", &Remote::write, DefaultOffset::NONE);
   def_parallel_io(cls, "pwrite", &Remote::pwrite, DefaultOffset::ZERO);
   m.def(

@@ -26,6 +26,10 @@ NEW_VALUES = {
     "remote_verbose": True,
     "batch_backend": "thread_pool",
     "thread_pool_per_block_device": True,
+    "remote_io_backend": "MULTI_POLL",
+    "remote_io_num_reactors": 2,
+    "remote_io_reactor_dispatch": "PER_PREAD",
+    "remote_io_max_concurrent_requests": 0,
 }
 
 

@@ -485,3 +485,69 @@ def test_webhdfs_keeps_doas_and_delegation_and_redacts_the_token(remote_root):
             RemoteFile.open_webhdfs(base + "user/../../admin/x")
     finally:
         server.stop()
+
+
+# ---- pread_batch (issue 14) and the remote IO backends (issue 13) ----------------------------
+
+
+@pytest.fixture(params=["EASY_THREADPOOL", "MULTI_POLL"])
+def remote_io_backend(request):
+    with kvikio.defaults.set({"remote_io_backend": request.param, "num_threads": 3}):
+        yield request.param
+
+
+def test_pread_batch_random_overlapping_unsorted_ranges_byte_for_byte(http_server, remote_io_backend):
+    data = http_server.data("odd.bin")
+    rng = np.random.default_rng(3)
+    ranges = []
+    for _ in range(150):
+        off = int(rng.integers(0, len(data)))
+        ranges.append((off, int(min(rng.integers(0, 30_000), len(data) - off))))
+    ranges += [(5000 + k * 700, 700) for k in range(20)]  # adjacent
+    ranges += [(0, 0), (len(data) - 1, 1), (100, 200_000), (150, 10)]  # zero-size, overlapping
+    rng.shuffle(ranges)
+    bufs = [np.zeros(size, dtype=np.uint8) for _, size in ranges]
+    with RemoteFile.open_http(http_server.url("odd.bin")) as f:
+        fut = f.pread_batch([(b, size, off) for b, (off, size) in zip(bufs, ranges)])
+        assert fut.get() == sum(size for _, size in ranges)
+    for b, (off, size) in zip(bufs, ranges):
+        assert b.tobytes() == data[off : off + size]
+
+
+def test_pread_batch_whole_buffers_default_offset_and_empty(http_server, remote_io_backend):
+    data = http_server.data("file.bin")
+    with RemoteFile.open_http(http_server.url("file.bin")) as f:
+        a, b = bytearray(10), np.zeros(7, dtype=np.uint8)
+        assert f.pread_batch([(a,), (b, None, 3)]).get() == 17
+        assert bytes(a) == data[:10] and b.tobytes() == data[3:10]
+        assert f.pread_batch([]).get() == 0
+
+
+def test_pread_batch_bad_requests_name_their_index(http_server, remote_io_backend):
+    with RemoteFile.open_http(http_server.url("file.bin")) as f:
+        n = f.nbytes()
+        with pytest.raises(kvikio.errors.EndOfFileError, match="batch request 1: "):
+            f.pread_batch([(bytearray(4), 4, 0), (bytearray(4), 4, n - 3)])
+        with pytest.raises(TypeError, match="batch request 0: "):
+            f.pread_batch(["abc"])
+
+
+def test_pread_batch_reports_the_lowest_numbered_failure(http_server, remote_io_backend):
+    # Far apart (more than 64 KiB), so that each request is a range request of its own.
+    url = http_server.url("odd.bin", "fail=500")
+    with kvikio.defaults.set("http_max_attempts", 1), RemoteFile.open_http(url, nbytes=3_000_000) as f:
+        reqs = [(bytearray(10), 10, 2_500_000), (bytearray(10), 10, 10), (bytearray(10), 10, 1_000_000)]
+        with pytest.raises(kvikio.remote_file.RemoteHttpError, match="bytes=2500000-2500009") as info:
+            f.pread_batch(reqs).get()
+        assert info.value.http_status == 500
+
+
+def test_remote_io_settings_take_upstream_words():
+    assert kvikio.defaults.get("remote_io_backend") == "EASY_THREADPOOL"
+    assert kvikio.defaults.get("remote_io_num_reactors") == 1
+    assert kvikio.defaults.get("remote_io_reactor_dispatch") == "PER_CHUNK"
+    assert kvikio.defaults.get("remote_io_max_concurrent_requests") == 256
+    with kvikio.defaults.set("remote_io_backend", "multi_poll"):
+        assert kvikio.defaults.get("remote_io_backend") == "MULTI_POLL"
+    with pytest.raises(ValueError, match="remote_io_reactor_dispatch"):
+        kvikio.defaults.set("remote_io_reactor_dispatch", "PER_FILE")

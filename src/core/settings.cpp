@@ -61,6 +61,10 @@ enum class Id : std::uint8_t {
   remote_verbose,
   batch_backend,
   thread_pool_per_block_device,
+  remote_io_backend,
+  remote_io_num_reactors,
+  remote_io_reactor_dispatch,
+  remote_io_max_concurrent_requests,
   count
 };
 
@@ -103,6 +107,36 @@ const std::array<SettingSpec, static_cast<std::size_t>(Id::count)>& specs()
      {"auto", "io_uring", "thread_pool"}},
     // One pool per block device (core/block_device_pools.hpp), for files opened afterwards.
     {"thread_pool_per_block_device", "KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE", Kind::FLAG, false},
+    // Remote reads (RemoteHandle::pread, pread_batch): pool threads each blocking in
+    // curl_easy_perform, or reactor threads each driving many transfers with curl_multi_poll.
+    {"remote_io_backend",
+     "KVIKIO_REMOTE_IO_BACKEND",
+     Kind::CHOICE,
+     std::string("EASY_THREADPOOL"),
+     0,
+     kMaxInt,
+     {},
+     {"EASY_THREADPOOL", "MULTI_POLL"}},
+    // 256: more reactor threads than that is a typo, not a configuration.
+    {"remote_io_num_reactors",
+     "KVIKIO_REMOTE_IO_NUM_REACTORS",
+     Kind::INTEGER,
+     std::int64_t{1},
+     1,
+     256},
+    {"remote_io_reactor_dispatch",
+     "KVIKIO_REMOTE_IO_REACTOR_DISPATCH",
+     Kind::CHOICE,
+     std::string("PER_CHUNK"),
+     0,
+     kMaxInt,
+     {},
+     {"PER_CHUNK", "PER_PREAD"}},
+    {"remote_io_max_concurrent_requests",
+     "KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS",
+     Kind::INTEGER,
+     std::int64_t{256},
+     0},
   }};
   return s;
 }
@@ -254,8 +288,16 @@ std::optional<SettingValue> normalized(const SettingSpec& s, const SettingValue&
         auto t = trimmed(*text);
         std::transform(
           t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+        // Any case is accepted; the value is kept as the table spells it (upstream's
+        // remote_io_* words are upper case, batch_backend's lower case).
         for (auto c : s.choices) {
-          if (c == t) { return SettingValue{t}; }
+          const bool same =
+            c.size() == t.size() && std::equal(c.begin(), c.end(), t.begin(), [](char a, char b) {
+              return std::tolower(static_cast<unsigned char>(a)) == b;
+            });
+          if (same) {
+            return std::optional<SettingValue>(std::in_place, std::in_place_type<std::string>, c);
+          }
         }
       }
       return std::nullopt;
@@ -602,6 +644,48 @@ std::string defaults::batch_backend() { return typed<std::string>(Id::batch_back
 void defaults::set_batch_backend(const std::string& backend)
 {
   assign(Id::batch_backend, SettingValue{backend});
+}
+
+RemoteIOBackend defaults::remote_io_backend()
+{
+  return typed<std::string>(Id::remote_io_backend) == "MULTI_POLL"
+           ? RemoteIOBackend::MULTI_POLL
+           : RemoteIOBackend::EASY_THREADPOOL;
+}
+void defaults::set_remote_io_backend(RemoteIOBackend backend)
+{
+  assign(Id::remote_io_backend,
+         SettingValue{
+           std::string(backend == RemoteIOBackend::MULTI_POLL ? "MULTI_POLL" : "EASY_THREADPOOL")});
+}
+unsigned int defaults::remote_io_num_reactors()
+{
+  return static_cast<unsigned int>(typed<std::int64_t>(Id::remote_io_num_reactors));
+}
+void defaults::set_remote_io_num_reactors(unsigned int n)
+{
+  assign(Id::remote_io_num_reactors, static_cast<std::int64_t>(n));
+}
+RemoteReactorDispatch defaults::remote_io_reactor_dispatch()
+{
+  return typed<std::string>(Id::remote_io_reactor_dispatch) == "PER_PREAD"
+           ? RemoteReactorDispatch::PER_PREAD
+           : RemoteReactorDispatch::PER_CHUNK;
+}
+void defaults::set_remote_io_reactor_dispatch(RemoteReactorDispatch dispatch)
+{
+  assign(Id::remote_io_reactor_dispatch,
+         SettingValue{
+           std::string(dispatch == RemoteReactorDispatch::PER_PREAD ? "PER_PREAD" : "PER_CHUNK")});
+}
+std::size_t defaults::remote_io_max_concurrent_requests()
+{
+  return static_cast<std::size_t>(typed<std::int64_t>(Id::remote_io_max_concurrent_requests));
+}
+void defaults::set_remote_io_max_concurrent_requests(std::size_t n)
+{
+  assign(Id::remote_io_max_concurrent_requests,
+         static_cast<std::int64_t>(std::min<std::size_t>(n, kMaxInt)));
 }
 
 }  // namespace kvikio

@@ -1,5 +1,8 @@
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <limits>
+#include <mutex>
 #include <exception>
 #include <functional>
 #include <stdexcept>
@@ -11,6 +14,7 @@
 #include "core/parallel_io.hpp"
 #include "device/pointer.hpp"
 #include "device/staging.hpp"
+#include "remote/reactor.hpp"
 #include "remote/transfer.hpp"
 #include "remote/url.hpp"
 #include "remote/writer.hpp"
@@ -371,14 +375,261 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
     throw std::invalid_argument("RemoteHandle::pread: task_size must be > 0 (reading " +
                                 redact_url(endpoint_->url()) + ")");
   }
+  const auto info = detail::destination_info(buf, size, redact_url(endpoint_->url()));
+  if (info.host_accessible() && defaults::remote_io_backend() == RemoteIOBackend::MULTI_POLL) {
+    return read_ranges({IORequest{buf, size, file_offset}}, task_size, thread_pool);
+  }
   // Tasks hold the endpoint, so a handle moved or destroyed early cannot pull it from them.
   std::shared_ptr<RemoteEndpoint> endpoint = endpoint_;
   char* base                               = static_cast<char*>(buf);
-  const auto info = detail::destination_info(buf, size, redact_url(endpoint_->url()));
-  auto op         = [endpoint, info, base](const detail::TaskRange& t) -> std::size_t {
+  auto op = [endpoint, info, base](const detail::TaskRange& t) -> std::size_t {
     return detail::read_range_into(*endpoint, info, base + t.buf_offset, t.size, t.file_offset);
   };
   return detail::parallel_io(op, size, file_offset, task_size, thread_pool);
+}
+
+namespace {
+
+/// Prefixes the message of what `check` throws with the batch request's index.
+template <typename F>
+void with_index(std::size_t i, F&& check)
+{
+  auto where = [i] { return "batch request " + std::to_string(i) + ": "; };
+  try {
+    check();
+  } catch (const EndOfFileError& e) {
+    throw EndOfFileError(where() + e.what());
+  } catch (const std::out_of_range& e) {
+    throw std::out_of_range(where() + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(where() + e.what());
+  }
+}
+
+/// Where a part of a range request's bytes go: request `index`'s buffer at `dst`, which
+/// receives the object's bytes [file_offset, file_offset + size).
+struct Target {
+  std::size_t index;
+  char* dst;
+  std::size_t file_offset;
+  std::size_t size;
+};
+
+/// One range request of a batch: [file_offset, file_offset + size) scattered into `targets`
+/// (host memory; sorted by file_offset), or, for device memory, read into one target.
+struct Group {
+  std::size_t first_index;  // the lowest request index among the targets (for errors)
+  std::size_t file_offset;
+  std::size_t size;
+  std::vector<Target> targets;
+  bool device{false};
+  detail::PointerInfo info{};  // device groups only
+};
+
+/// Copies a range's bytes, as they arrive in order, into the parts of every target they
+/// cover (targets may overlap each other, and gaps between them are dropped).
+struct Scatter {
+  const Group* group;
+  std::size_t pos{0};    // bytes of the range seen so far
+  std::size_t first{0};  // targets before this one are complete
+
+  void operator()(const char* data, std::size_t n)
+  {
+    const auto& t           = group->targets;
+    const std::size_t begin = group->file_offset + pos;
+    const std::size_t end   = begin + n;
+    while (first < t.size() && t[first].file_offset + t[first].size <= begin) {
+      ++first;
+    }
+    for (std::size_t k = first; k < t.size() && t[k].file_offset < end; ++k) {
+      const std::size_t lo = std::max(begin, t[k].file_offset);
+      const std::size_t hi = std::min(end, t[k].file_offset + t[k].size);
+      if (lo < hi) {
+        std::memcpy(t[k].dst + (lo - t[k].file_offset), data + (lo - begin), hi - lo);
+      }
+    }
+    pos += n;
+  }
+};
+
+/// A batch under way: its range requests and their results, shared by the pool tasks and the
+/// reactors' completion callbacks.
+struct RangesState {
+  std::shared_ptr<RemoteEndpoint> endpoint;
+  std::vector<Group> groups;
+  std::vector<std::size_t> on_pool;  // the groups the pool runs
+  std::size_t total{0};              // bytes of every request
+  std::atomic<std::size_t> next{0};  // the next of on_pool to take
+  std::atomic<std::size_t> remaining{0};
+  std::mutex error_mutex;
+  std::size_t error_index{std::numeric_limits<std::size_t>::max()};
+  std::exception_ptr error;
+  std::promise<std::size_t> promise;
+
+  void done(const Group& g, std::exception_ptr e) noexcept
+  {
+    if (e) {
+      std::lock_guard lock(error_mutex);
+      if (g.first_index < error_index) {
+        error_index = g.first_index;
+        error       = std::move(e);
+      }
+    }
+    // The last range to finish reports: only then is no request left running.
+    if (remaining.fetch_sub(1) == 1) {
+      if (error) {
+        promise.set_exception(error);
+      } else {
+        promise.set_value(total);
+      }
+    }
+  }
+
+  void run(const Group& g) noexcept
+  {
+    try {
+      if (g.device) {
+        const auto& t = g.targets.front();
+        detail::read_range_into(*endpoint, g.info, t.dst, t.size, t.file_offset);
+      } else if (g.targets.size() == 1) {
+        char* dst = g.targets.front().dst;
+        detail::fetch_range(
+          *endpoint, g.file_offset, g.size, [dst](const char* d, std::size_t n) mutable {
+            std::memcpy(dst, d, n);
+            dst += n;
+          });
+      } else {
+        detail::fetch_range(*endpoint, g.file_offset, g.size, Scatter{&g});
+      }
+    } catch (...) {
+      done(g, std::current_exception());
+      return;
+    }
+    done(g, nullptr);
+  }
+
+  void run_pool_share() noexcept
+  {
+    for (std::size_t k = next++; k < on_pool.size(); k = next++) {
+      run(groups[on_pool[k]]);
+    }
+  }
+};
+
+}  // namespace
+
+std::future<std::size_t> RemoteHandle::pread_batch(const std::vector<IORequest>& requests)
+{
+  check_readable("pread_batch");
+  return read_ranges(requests, defaults::task_size(), nullptr);
+}
+
+std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>& requests,
+                                                   std::size_t task_size,
+                                                   ThreadPool* thread_pool)
+{
+  const std::string url = redact_url(endpoint_->url());
+  auto state            = std::make_shared<RangesState>();
+  state->endpoint       = endpoint_;
+  // Every request checked, and cut into task_size pieces, before anything is sent.
+  std::vector<Target> host;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    if (r.size == 0) { continue; }
+    detail::PointerInfo info;
+    with_index(i, [&] {
+      if (r.buf == nullptr) {
+        throw std::invalid_argument("RemoteHandle::pread_batch: null buffer for " +
+                                    std::to_string(r.size) + " bytes from " + url);
+      }
+      check_range(r.size, r.file_offset);
+      info = detail::destination_info(r.buf, r.size, url);
+    });
+    state->total += r.size;
+    auto* buf = static_cast<char*>(r.buf);
+    for (std::size_t done = 0; done < r.size; done += task_size) {
+      const std::size_t n = std::min(task_size, r.size - done);
+      Target t{i, buf + done, r.file_offset + done, n};
+      if (info.host_accessible()) {
+        host.push_back(t);
+      } else {
+        state->groups.push_back(Group{i, t.file_offset, n, {t}, true, info});
+      }
+    }
+  }
+  // Near host pieces join one range request: sorted by offset, each piece joins the current
+  // range when the gap before it is at most remote_coalesce_gap and the range stays within
+  // task_size (so that http_timeout still bounds one request as it bounds pread's pieces).
+  std::stable_sort(host.begin(), host.end(), [](const Target& a, const Target& b) {
+    return a.file_offset < b.file_offset;
+  });
+  const std::size_t max_range = std::max(task_size, std::size_t{1});
+  for (std::size_t k = 0; k < host.size();) {
+    Group g{host[k].index, host[k].file_offset, host[k].size, {host[k]}};
+    std::size_t end = host[k].file_offset + host[k].size;
+    for (++k; k < host.size(); ++k) {
+      const auto& t             = host[k];
+      const std::size_t new_end = std::max(end, t.file_offset + t.size);
+      if (t.file_offset > end + remote_coalesce_gap || new_end - g.file_offset > max_range) {
+        break;
+      }
+      end           = new_end;
+      g.first_index = std::min(g.first_index, t.index);
+      g.targets.push_back(t);
+    }
+    g.size = end - g.file_offset;
+    state->groups.push_back(std::move(g));
+  }
+  if (state->groups.empty()) { return detail::ready_future(0); }
+
+  const bool multi = defaults::remote_io_backend() == RemoteIOBackend::MULTI_POLL;
+  std::vector<std::size_t> on_reactors;
+  for (std::size_t k = 0; k < state->groups.size(); ++k) {
+    if (multi && !state->groups[k].device) {
+      on_reactors.push_back(k);
+    } else {
+      state->on_pool.push_back(k);
+    }
+  }
+  state->remaining = state->groups.size();
+  auto future      = state->promise.get_future();
+  if (!state->on_pool.empty()) {
+    auto& pool             = thread_pool != nullptr ? *thread_pool : defaults::thread_pool();
+    const std::size_t jobs = std::min<std::size_t>(
+      std::max<std::size_t>(1, pool.get_thread_count()), state->on_pool.size());
+    for (std::size_t j = 0; j < jobs; ++j) {
+      try {
+        pool.detach_task([state]() noexcept { state->run_pool_share(); });
+      } catch (...) {
+        // The tasks already queued take every group between them; with none queued, nothing
+        // has started and the error goes to the caller.
+        if (j == 0) { throw; }
+        break;
+      }
+    }
+  }
+  if (!on_reactors.empty()) {
+    std::vector<detail::RangeJob> jobs;
+    jobs.reserve(on_reactors.size());
+    for (auto k : on_reactors) {
+      const Group* g = &state->groups[k];
+      detail::Sink sink;
+      if (g->targets.size() == 1) {
+        sink = [dst = g->targets.front().dst](const char* d, std::size_t n) mutable {
+          std::memcpy(dst, d, n);
+          dst += n;
+        };
+      } else {
+        sink = Scatter{g};
+      }
+      jobs.push_back(detail::RangeJob{
+        endpoint_, g->file_offset, g->size, std::move(sink), [state, g](std::exception_ptr e) {
+          state->done(*g, std::move(e));
+        }});
+    }
+    detail::submit_to_reactors(std::move(jobs));
+  }
+  return future;
 }
 
 }  // namespace kvikio

@@ -57,13 +57,18 @@ void forget_thread_curl_after_fork() noexcept
 
 }  // namespace
 
-CurlHandle::CurlHandle()
+// curl_global_init is not thread safe on every libcurl build; do it once, explicitly.
+void curl_init_once()
 {
-  // curl_global_init is not thread safe on every libcurl build; do it once, explicitly.
   std::call_once(curl_global_once, [] {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     ::pthread_atfork(nullptr, nullptr, &forget_thread_curl_after_fork);
   });
+}
+
+CurlHandle::CurlHandle()
+{
+  curl_init_once();
   if (!thread_curl.in_use) {
     if (thread_curl.handle == nullptr) { thread_curl.handle = curl_easy_init(); }
     handle_ = thread_curl.handle;
@@ -74,6 +79,13 @@ CurlHandle::CurlHandle()
   } else {
     handle_ = curl_easy_init();  // a nested request on this thread: a private handle
   }
+  if (handle_ == nullptr) { throw Error("kvikio: curl_easy_init() failed"); }
+}
+
+CurlHandle::CurlHandle(PrivateCurl)
+{
+  curl_init_once();
+  handle_ = curl_easy_init();
   if (handle_ == nullptr) { throw Error("kvikio: curl_easy_init() failed"); }
 }
 
@@ -189,33 +201,55 @@ std::string describe_failure(const std::string& what,
   return s.str();
 }
 
+// Counts the attempts of one logical request and decides after each failed one: the delay
+// before the next attempt, or the error that fits the failure (thrown). The blocking loop
+// below and the multi reactor (remote/reactor.cpp) both use it, so retries and errors are the
+// same on either backend.
+class Retries {
+ public:
+  explicit Retries(const RemoteEndpoint& endpoint)
+    : max_attempts_(std::max<std::size_t>(1, defaults::http_max_attempts())),
+      url_(redact_url(endpoint.url()))
+  {
+  }
+  std::chrono::milliseconds after_failure(const Attempt& a, const std::string& what)
+  {
+    bool http_failure = a.rc == CURLE_OK;
+    bool retryable    = http_failure ? is_retryable_status(a.status) : is_retryable_transport(a.rc);
+    if (retryable && attempt_ < max_attempts_) {
+      KVIKIO_LOG(warn,
+                 describe_failure(what, url_, a, attempt_) + "; retrying in " +
+                   std::to_string(backoff_.count()) + " ms (attempt " +
+                   std::to_string(attempt_ + 1) + " of " + std::to_string(max_attempts_) + ")");
+      auto delay = backoff_;
+      backoff_   = std::min(backoff_ * 2, std::chrono::milliseconds{4000});
+      ++attempt_;
+      return delay;
+    }
+    auto msg = describe_failure(what, url_, a, attempt_);
+    if (http_failure) { throw RemoteHttpError(msg, url_, a.status); }
+    if (a.rc == CURLE_OPERATION_TIMEDOUT) { throw RemoteTimeoutError(msg, url_, a.status); }
+    if (a.rc == CURLE_PARTIAL_FILE) { throw RemoteTruncatedError(msg, url_, a.status); }
+    throw RemoteTransportError(msg, url_, a.status);
+  }
+
+ private:
+  std::size_t max_attempts_;
+  std::string url_;
+  std::size_t attempt_{1};
+  std::chrono::milliseconds backoff_{200};
+};
+
 // Runs `attempt_once` until it succeeds, fails in a way that is not retried, or the attempts
 // run out; then throws the error that fits the last failure.
 template <typename AttemptFn, typename DescribeFn>
 void with_retries(const RemoteEndpoint& endpoint, DescribeFn describe, AttemptFn attempt_once)
 {
-  const std::size_t max_attempts = std::max<std::size_t>(1, defaults::http_max_attempts());
-  const std::string url          = redact_url(endpoint.url());
-  std::chrono::milliseconds backoff{200};
-  for (std::size_t attempt = 1;; ++attempt) {
+  Retries retries(endpoint);
+  for (;;) {
     Attempt a = attempt_once();
     if (a.ok) { return; }
-    bool http_failure = a.rc == CURLE_OK;
-    bool retryable    = http_failure ? is_retryable_status(a.status) : is_retryable_transport(a.rc);
-    if (retryable && attempt < max_attempts) {
-      KVIKIO_LOG(warn,
-                 describe_failure(describe(), url, a, attempt) + "; retrying in " +
-                   std::to_string(backoff.count()) + " ms (attempt " + std::to_string(attempt + 1) +
-                   " of " + std::to_string(max_attempts) + ")");
-      std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds{4000});
-      continue;
-    }
-    auto msg = describe_failure(describe(), url, a, attempt);
-    if (http_failure) { throw RemoteHttpError(msg, url, a.status); }
-    if (a.rc == CURLE_OPERATION_TIMEDOUT) { throw RemoteTimeoutError(msg, url, a.status); }
-    if (a.rc == CURLE_PARTIAL_FILE) { throw RemoteTruncatedError(msg, url, a.status); }
-    throw RemoteTransportError(msg, url, a.status);
+    std::this_thread::sleep_for(retries.after_failure(a, describe()));
   }
 }
 
@@ -402,70 +436,99 @@ std::string range_text(std::size_t offset, std::size_t size)
 
 }  // namespace
 
-std::size_t fetch_range(RemoteEndpoint& endpoint,
-                        std::size_t file_offset,
-                        std::size_t size,
-                        const Sink& sink)
+struct RangeTransfer::State {
+  State(RemoteEndpoint& e, std::size_t off, std::size_t n, Sink s)
+    : endpoint(e),
+      file_offset(off),
+      size(n),
+      sink(std::move(s)),
+      version(endpoint_state(e).version()),
+      retries(e)
+  {
+  }
+  RemoteEndpoint& endpoint;
+  std::size_t file_offset;
+  std::size_t size;
+  Sink sink;
+  const ObjectVersion version;  // every piece of a read comes from this version
+  Retries retries;
+  std::size_t received{0};
+  std::unique_ptr<CurlHandle> curl;
+  RangeState st;
+  char errbuf[CURL_ERROR_SIZE]{};
+};
+
+RangeTransfer::RangeTransfer(RemoteEndpoint& endpoint,
+                             std::size_t file_offset,
+                             std::size_t size,
+                             Sink sink)
+  : state_(std::make_unique<State>(endpoint, file_offset, size, std::move(sink)))
 {
-  std::size_t received = 0;
-  auto describe        = [&] {
-    return "GET " + range_text(file_offset + received, size - received) + " of";
-  };
-  const ObjectVersion version = endpoint_state(endpoint).version();
-  with_retries(endpoint, describe, [&]() -> Attempt {
-    CurlHandle curl;
-    char errbuf[CURL_ERROR_SIZE];
-    set_common_options(curl, errbuf, endpoint);
-    endpoint.setopt(curl);
-    endpoint.setup_range_request(curl, file_offset + received, size - received);
-    // Every piece of a read comes from the version whose size was read, or the read fails.
-    if (!version.etag.empty()) { curl.append_header("If-Match: " + version.etag); }
-    RangeState st;
-    st.pinned_size = version.size;
-    st.curl        = curl.get();
-    st.sink        = &sink;
-    st.style       = curl.range_style;
-    st.offset      = file_offset + received;
-    st.want        = size - received;
-    curl.setopt(CURLOPT_HEADERFUNCTION, on_header);
-    curl.setopt(CURLOPT_HEADERDATA, &st.headers);
-    curl.setopt(CURLOPT_WRITEFUNCTION, on_range_body);
-    curl.setopt(CURLOPT_WRITEDATA, &st);
-    Attempt a;
-    a.rc = curl.perform();
-    curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &a.status);
-    a.curl_error = errbuf;
-    received += st.got;
-    if (st.sink_error) { std::rethrow_exception(st.sink_error); }
-    const std::string url = redact_url(endpoint.url());
-    if (!st.changed_problem.empty()) {
-      throw RemoteObjectChangedError(
-        "kvikio: GET " + range_text(st.offset, st.want) + " of " + url + ": " + st.changed_problem,
-        url,
-        a.status);
-    }
-    if (a.status == 412 && !version.etag.empty()) {
-      throw RemoteObjectChangedError("kvikio: GET " + range_text(st.offset, st.want) + " of " +
-                                       url + ": the object changed during the read (its ETag " +
-                                       version.etag +
-                                       " from the size request no longer matches: HTTP status "
-                                       "412 to If-Match)",
-                                     url,
-                                     a.status);
-    }
-    if (!st.range_problem.empty()) {
-      throw RemoteRangeError(
-        "kvikio: GET " + range_text(st.offset, st.want) + " of " + url + ": " + st.range_problem,
-        url,
-        a.status);
-    }
-    if (st.enough) { a.rc = CURLE_OK; }
-    if (a.rc != CURLE_OK) { return a; }
-    if (a.status < 200 || a.status >= 300) {
-      a.error_code = error_code_from_body(st.error_body);
-      return a;
-    }
-    if (received < size) {
+}
+
+RangeTransfer::~RangeTransfer() = default;
+
+CurlHandle& RangeTransfer::start(bool cached)
+{
+  auto& s = *state_;
+  s.curl.reset();  // the previous attempt's handle first: it may be this thread's cached one
+  s.curl = cached ? std::make_unique<CurlHandle>() : std::make_unique<CurlHandle>(PrivateCurl{});
+  auto& curl = *s.curl;
+  set_common_options(curl, s.errbuf, s.endpoint);
+  s.endpoint.setopt(curl);
+  s.endpoint.setup_range_request(curl, s.file_offset + s.received, s.size - s.received);
+  if (!s.version.etag.empty()) { curl.append_header("If-Match: " + s.version.etag); }
+  s.st             = RangeState{};
+  s.st.pinned_size = s.version.size;
+  s.st.curl        = curl.get();
+  s.st.sink        = &s.sink;
+  s.st.style       = curl.range_style;
+  s.st.offset      = s.file_offset + s.received;
+  s.st.want        = s.size - s.received;
+  curl.setopt(CURLOPT_HEADERFUNCTION, on_header);
+  curl.setopt(CURLOPT_HEADERDATA, &s.st.headers);
+  curl.setopt(CURLOPT_WRITEFUNCTION, on_range_body);
+  curl.setopt(CURLOPT_WRITEDATA, &s.st);
+  return curl;
+}
+
+std::optional<std::chrono::milliseconds> RangeTransfer::finish(CURLcode rc)
+{
+  auto& s = *state_;
+  Attempt a;
+  a.rc = rc;
+  curl_easy_getinfo(s.curl->get(), CURLINFO_RESPONSE_CODE, &a.status);
+  a.curl_error = s.errbuf;
+  s.curl->mark_failed(rc != CURLE_OK);
+  s.curl.reset();  // back to the thread cache (or freed) before anything is thrown
+  auto& st = s.st;
+  s.received += st.got;
+  if (st.sink_error) { std::rethrow_exception(st.sink_error); }
+  const std::string url = redact_url(s.endpoint.url());
+  if (!st.changed_problem.empty()) {
+    throw RemoteObjectChangedError(
+      "kvikio: GET " + range_text(st.offset, st.want) + " of " + url + ": " + st.changed_problem,
+      url,
+      a.status);
+  }
+  if (a.status == 412 && !s.version.etag.empty()) {
+    throw RemoteObjectChangedError("kvikio: GET " + range_text(st.offset, st.want) + " of " + url +
+                                     ": the object changed during the read (its ETag " +
+                                     s.version.etag +
+                                     " from the size request no longer matches: HTTP status "
+                                     "412 to If-Match)",
+                                   url,
+                                   a.status);
+  }
+  if (!st.range_problem.empty()) {
+    throw RemoteRangeError(
+      "kvikio: GET " + range_text(st.offset, st.want) + " of " + url + ": " + st.range_problem,
+      url,
+      a.status);
+  }
+  if (st.enough) { a.rc = CURLE_OK; }
+  if (a.rc == CURLE_OK && a.status >= 200 && a.status < 300) {
+    if (s.received < s.size) {
       // A complete response that covers less than asked: the server is not resumable here.
       throw RemoteTruncatedError("kvikio: GET " + range_text(st.offset, st.want) + " of " + url +
                                    ": the body ended after " + std::to_string(st.got) +
@@ -473,10 +536,26 @@ std::size_t fetch_range(RemoteEndpoint& endpoint,
                                  url,
                                  a.status);
     }
-    a.ok = true;
-    return a;
-  });
-  return size;
+    return std::nullopt;
+  }
+  if (a.rc == CURLE_OK) { a.error_code = error_code_from_body(st.error_body); }
+  // The range still missing: a retry asks for that much.
+  return s.retries.after_failure(
+    a, "GET " + range_text(s.file_offset + s.received, s.size - s.received) + " of");
+}
+
+std::size_t fetch_range(RemoteEndpoint& endpoint,
+                        std::size_t file_offset,
+                        std::size_t size,
+                        const Sink& sink)
+{
+  RangeTransfer transfer(endpoint, file_offset, size, sink);
+  for (;;) {
+    auto rc    = transfer.start(true).perform();
+    auto delay = transfer.finish(rc);
+    if (!delay) { return size; }
+    std::this_thread::sleep_for(*delay);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 #pragma once
 // The HTTP transfer engine shared by every endpoint: one logical request, retried and resumed.
+#include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -9,6 +11,8 @@
 #include <vector>
 
 #include <kvikio/remote_handle.hpp>
+
+#include "remote/curl_handle.hpp"
 
 namespace kvikio::detail {
 
@@ -58,6 +62,31 @@ std::size_t fetch_range(RemoteEndpoint& endpoint,
                         std::size_t file_offset,
                         std::size_t size,
                         const Sink& sink);
+
+/// One logical range request (what fetch_range runs), split into its attempts so that an
+/// event loop can drive it: start() prepares an attempt's easy handle, the caller performs it
+/// (curl_easy_perform, or a multi handle), and finish() judges the result with the same
+/// checks, retry decisions and errors on every backend. Resumes after the bytes delivered.
+class RangeTransfer {
+ public:
+  /// `size` > 0 bytes at `file_offset` of `endpoint`'s object into `sink`. `endpoint` must
+  /// outlive the transfer.
+  RangeTransfer(RemoteEndpoint& endpoint, std::size_t file_offset, std::size_t size, Sink sink);
+  ~RangeTransfer();
+  RangeTransfer(const RangeTransfer&)            = delete;
+  RangeTransfer& operator=(const RangeTransfer&) = delete;
+  /// Prepares the next attempt. `cached`: on this thread's cached easy handle (a blocking
+  /// perform on this thread); else on a private one (a multi handle's). Throws on setup errors.
+  CurlHandle& start(bool cached);
+  /// After the attempt's handle finished with `rc` (and left any multi handle): nothing when
+  /// every byte arrived; else the delay before the next attempt (call start() again then).
+  /// Throws the request's error when it is not retried (or the attempts ran out).
+  std::optional<std::chrono::milliseconds> finish(CURLcode rc);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 /// What a metadata request returned.
 struct Response {

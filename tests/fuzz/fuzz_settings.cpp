@@ -62,9 +62,11 @@ void check_setting(const kvikio::SettingInfo& info, const std::string& text)
     return;
   }
   const auto value = defaults::get(info.name);
-  // Only a CHOICE setting (batch_backend) holds a word, and never an empty one.
+  // Only a CHOICE setting holds a word, and never an empty one.
   if (const auto* word = std::get_if<std::string>(&value)) {
-    KVIKIO_FUZZ_CHECK(info.name == "batch_backend" && !word->empty(), ctx + " stored as text");
+    const bool choice = info.name == "batch_backend" || info.name == "remote_io_backend" ||
+                        info.name == "remote_io_reactor_dispatch";
+    KVIKIO_FUZZ_CHECK(choice && !word->empty(), ctx + " stored as text");
   }
   if (const auto* n = std::get_if<std::int64_t>(&value)) {
     KVIKIO_FUZZ_CHECK(*n >= 0, ctx + " read as " + describe(value));

@@ -97,4 +97,79 @@ std::size_t curl_parallel_range_get(const std::string& url,
   return size;
 }
 
+std::size_t curl_multi_ranges_get(const std::string& url,
+                                  const std::vector<CurlRange>& ranges,
+                                  unsigned max_concurrent)
+{
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  CURLM* multi = curl_multi_init();
+  if (multi == nullptr) { throw std::runtime_error("curl_multi_init failed"); }
+  struct Transfer {
+    CURL* easy{nullptr};
+    Dest dest{};
+    std::string range;
+    std::size_t index{0};
+  };
+  std::vector<Transfer> slots(
+    max_concurrent == 0 ? ranges.size() : std::min<std::size_t>(max_concurrent, ranges.size()));
+  std::vector<Transfer*> idle;
+  for (auto& t : slots) {
+    t.easy = curl_easy_init();
+    if (t.easy == nullptr) { throw std::runtime_error("curl_easy_init failed"); }
+    idle.push_back(&t);
+  }
+  std::size_t next = 0, total = 0;
+  std::string first_error;
+  auto start = [&](Transfer* t) {
+    const auto& r = ranges[next];
+    t->index      = next++;
+    t->dest       = Dest{static_cast<char*>(r.buf), r.size, 0};
+    t->range = std::to_string(r.file_offset) + "-" + std::to_string(r.file_offset + r.size - 1);
+    curl_easy_setopt(t->easy, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(t->easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(t->easy, CURLOPT_BUFFERSIZE, 512L * 1024);
+    curl_easy_setopt(t->easy, CURLOPT_RANGE, t->range.c_str());
+    curl_easy_setopt(t->easy, CURLOPT_WRITEFUNCTION, write_into);
+    curl_easy_setopt(t->easy, CURLOPT_WRITEDATA, &t->dest);
+    curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t);
+    curl_multi_add_handle(multi, t->easy);
+  };
+  int running = 0;
+  for (;;) {
+    while (!idle.empty() && next < ranges.size() && first_error.empty()) {
+      start(idle.back());
+      idle.pop_back();
+    }
+    if (idle.size() == slots.size()) { break; }  // nothing in flight, nothing left
+    curl_multi_perform(multi, &running);
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) { continue; }
+      Transfer* t = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+      const CURLcode rc = msg->data.result;
+      long status       = 0;
+      curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+      curl_multi_remove_handle(multi, t->easy);
+      const std::size_t want = ranges[t->index].size;
+      if ((rc != CURLE_OK || status != 206 || t->dest.got != want) && first_error.empty()) {
+        first_error = "curl_multi_ranges_get: GET bytes=" + t->range + " of " + url + ": " +
+                      curl_easy_strerror(rc) + ", HTTP status " + std::to_string(status);
+      }
+      total += t->dest.got;
+      idle.push_back(t);
+    }
+    const bool in_flight = idle.size() < slots.size();
+    if (in_flight && (idle.empty() || next == ranges.size() || !first_error.empty())) {
+      curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+    }
+  }
+  for (auto& t : slots) {
+    curl_easy_cleanup(t.easy);
+  }
+  curl_multi_cleanup(multi);
+  if (!first_error.empty()) { throw std::runtime_error(first_error); }
+  return total;
+}
+
 }  // namespace kvikio::bench

@@ -3,6 +3,7 @@
 // lives in the benchmark library, not in libkvikio: the product carries no benchmark code.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace kvikio::bench {
 
@@ -24,5 +25,21 @@ std::size_t curl_parallel_range_get(const std::string& url,
                                     std::size_t file_offset,
                                     std::size_t task_size,
                                     unsigned nthreads);
+
+/// One range of curl_multi_ranges_get: `size` bytes at `file_offset` into `buf`.
+struct CurlRange {
+  void* buf;
+  std::size_t size;
+  std::size_t file_offset;
+};
+
+/// Reads every range of `url` with bare libcurl: one multi handle on the calling thread, one
+/// range GET per range, at most `max_concurrent` in flight (0: all at once), reusing the
+/// multi handle's connections. The limit for RemoteHandle::pread_batch with MULTI_POLL (and,
+/// at the pool's size, with EASY_THREADPOOL). Throws std::runtime_error naming the first range
+/// that failed (a transport error, a status other than 206, a body of the wrong length).
+std::size_t curl_multi_ranges_get(const std::string& url,
+                                  const std::vector<CurlRange>& ranges,
+                                  unsigned max_concurrent);
 
 }  // namespace kvikio::bench

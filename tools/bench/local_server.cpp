@@ -252,7 +252,7 @@ LocalServer::LocalServer(std::size_t size,
       std::ostringstream conf;
       conf << "worker_processes 2;\ndaemon off;\npid " << dir_ << "/nginx.pid;\n"
            << "error_log " << dir_ << "/error.log;\nevents { worker_connections 1024; }\n"
-           << "http {\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n"
+           << "http {\n  access_log off;\n  sendfile on;\n"
            << "  keepalive_requests 1000000;\n  server {\n    listen 127.0.0.1:" << port << ";\n"
            << "    root " << dir_ << ";\n  }\n}\n";
       write_file(dir_ + "/nginx.conf", conf.str());
