@@ -10,7 +10,7 @@
 #   4. benchmarks: kvikio bench --memory device (4 GiB, 16 threads, hot page cache, POSIX
 #      pipeline and cuFile; cold Direct IO), the Python-layer overhead and the zarr read,
 #      and the zarr read and a small open-read-close against upstream KvikIO's wheel;
-#   4b. before/after: the same device bench with the tool built from .gpu-deps/before (a
+#   4b. (GPU_SUITE_BEFORE_AFTER=1 only) before/after: the same device bench with the tool built from .gpu-deps/before (a
 #      `git archive` of an earlier commit: src include tools cmake CMakeLists.txt), the two
 #      tools taking turns, each figure a ratio to the limit measured in its own run;
 #   5. only with 2+ GPUs (nvidia-smi -L): the multi-GPU tests and kvikio bench --devices 0,1;
@@ -141,6 +141,13 @@ if stage tests; then
   run_gtest multi_device_udev 100 test_multi_device
   run_ctest remote_device 90 -R 'RemoteHttp.*Device|RemoteWrite.*Device'
   run_ctest fork_and_hardening 90 -R 'Hardening'
+  # Upstream's cpp/examples made by our own programs, against the installed headers (issue 13).
+  { cmake --install "$BUILD" --prefix /tmp/kvikio-install && \
+    cmake -S "$SRC/tests/compat/examples" -B /tmp/compat-examples -G Ninja \
+      -DCMAKE_PREFIX_PATH=/tmp/kvikio-install && cmake --build /tmp/compat-examples && \
+    /tmp/compat-examples/compat_no_cuda && /tmp/compat-examples/compat_basic_io && \
+    KVIKIO_COMPAT_MODE=OFF /tmp/compat-examples/compat_basic_io; } > "$OUT/compat_examples.log" 2>&1
+  note "compat examples (no_cuda, basic_io AUTO and OFF): rc=$?"
 fi
 
 # --- 3. Python suite ----------------------------------------------------------------------
@@ -175,6 +182,12 @@ for mem in host device; do
   timeout 60 "$KVIKIO" bench --pattern random --io-size 4KiB --size 1GiB --threads 16 \
     --memory $mem --repetitions 3 > "$OUT/bench_random_$mem.txt" 2>> "$OUT/bench.err"
 done
+# Opening, reading 64 KiB and closing through FileHandle against the plain calls, AUTO as the
+# machine comes (no udev fix: cuFile registration fails there) and with the fix.
+udev_unfix
+timeout 30 "$KVIKIO" bench --pattern open --size 64KiB --io-size 64KiB > "$OUT/bench_open.txt" 2>> "$OUT/bench.err"
+udev_fix
+timeout 30 "$KVIKIO" bench --pattern open --size 64KiB --io-size 64KiB >> "$OUT/bench_open.txt" 2>> "$OUT/bench.err"
 timeout 60 python3 -m kvikio.benchmarks.overhead > "$OUT/overhead.txt" 2>> "$OUT/bench.err"
 timeout 120 python3 -m kvikio.benchmarks.s3_upload --size 512MiB --threads 16 --repetitions 2 \
   > "$OUT/s3_upload.txt" 2>> "$OUT/bench.err"
@@ -208,8 +221,9 @@ else
 fi
 
 # --- 4b. before/after: an earlier commit's tool beside this one, taking turns ---------------
+# About 3 minutes: only when asked (GPU_SUITE_BEFORE_AFTER=1), as the redesign's check.
 BEFORE_SRC=$SRC/.gpu-deps/before
-if [ -f "$BEFORE_SRC/CMakeLists.txt" ]; then
+if [ "${GPU_SUITE_BEFORE_AFTER:-0}" = 1 ] && [ -f "$BEFORE_SRC/CMakeLists.txt" ]; then
   if { cmake -S "$BEFORE_SRC" -B /var/tmp/kvikio-before -G Ninja -DCMAKE_BUILD_TYPE=Release \
          -DKVIKIO_BUILD_TESTS=OFF "${CURL_ARGS[@]}" \
        && cmake --build /var/tmp/kvikio-before --target kvikio_tool; } > "$OUT/build_before.log" 2>&1; then
@@ -285,7 +299,7 @@ echo
 echo "================ summary ================"
 cat "$SUMMARY"
 [ -f "$OUT/info.txt" ] && sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
-for f in bench_posix bench_cufile bench_cold before_after overhead s3_upload zarr zarr_upstream open_read_close \
+for f in bench_posix bench_cufile bench_cold bench_random_host bench_random_device bench_open before_after overhead s3_upload zarr zarr_upstream open_read_close \
          "${MULTI_FILES[@]}"; do
   [ -f "$OUT/$f.txt" ] && { echo "--- $f"; cat "$OUT/$f.txt"; }
 done
