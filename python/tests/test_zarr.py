@@ -286,7 +286,9 @@ async def test_small_values_are_read_without_a_thread_hop(tmp_path, monkeypatch)
     hops = []
 
     async def counting_to_thread(fn, *args, **kwargs):
-        hops.append(fn)
+        # Only the store's own reads count: zarr's LocalStore (3.4) opens its root this way.
+        if not str(getattr(fn, "__module__", "")).startswith("zarr"):
+            hops.append(fn)
         return fn(*args, **kwargs)
 
     monkeypatch.setattr(kz.asyncio, "to_thread", counting_to_thread)
@@ -453,7 +455,8 @@ async def test_slow_opens_send_reads_to_worker_threads(tmp_path, monkeypatch):
     delay = [0.002]
 
     async def counting_to_thread(fn, *args, **kwargs):
-        hops.append(fn)
+        if not str(getattr(fn, "__module__", "")).startswith("zarr"):
+            hops.append(fn)  # not zarr's own set-up hops (LocalStore 3.4 opens its root so)
         return await real_to_thread(fn, *args, **kwargs)
 
     def slow_init(self, *args, **kwargs):
