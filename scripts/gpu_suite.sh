@@ -26,6 +26,8 @@
 #   .gpu-deps/before an earlier commit's sources, for step 4b (optional)
 #   .gpu-deps/upstream upstream KvikIO's wheels for the side-by-side step (optional):
 #                    kvikio_cu13, libkvikio_cu13, rapids_logger, cuda_pathfinder
+#   .gpu-deps/zarr31 zarr 3.1.6's wheel (pip download --no-deps zarr==3.1.6): the zarr both
+#                    stores run under in the upstream comparison (upstream wants zarr < 3.2)
 #   .gpu-deps/seed   the specification (shared/seed), whose examples test_seed_examples.py runs
 #   .whl             wheels for zarr>=3 and what it needs, pytest-asyncio, and moto 5.2.5 with
 #                    what its S3 server needs there (boto3, botocore, s3transfer, jmespath,
@@ -33,7 +35,8 @@
 #                    blinker, itsdangerous, py-partiql-parser), so the S3 tests and the seed's
 #                    S3 examples run with CuPy buffers too
 set -u
-# GPU_SUITE_STAGES: any of "tests" (steps 2, 3), "bench" (4, 4b, 5) and "image" (6); default
+# GPU_SUITE_STAGES: any of "tests" (steps 2, 3), "bench" (4, 4b, 5), "compare" (4's upstream
+# comparison alone) and "image" (6); default
 # "tests bench". One stage per call fits the device tool's 10 minutes; each builds first
 # (incrementally when the machine is still warm).
 STAGES=${GPU_SUITE_STAGES:-tests bench}
@@ -193,20 +196,29 @@ timeout 120 python3 -m kvikio.benchmarks.s3_upload --size 512MiB --threads 16 --
   > "$OUT/s3_upload.txt" 2>> "$OUT/bench.err"
 timeout 90 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.zarr_io --size 2GiB --chunk 64MiB \
   --threads 16 --repetitions 2 > "$OUT/zarr.txt" 2>> "$OUT/bench.err"
-# Upstream KvikIO side by side (issue 14): its wheels (kvikio-cu13, libkvikio-cu13, and
-# rapids-logger and cuda-pathfinder that libkvikio loads) in a venv that sees the system's
-# CuPy and NumPy but has its own kvikio; the same timing code runs under both interpreters
-# over the same files, AUTO as the machine comes (no udev fix). At most about 2 minutes.
+fi
+# Upstream KvikIO side by side (issue 14; also alone as the stage "compare"): its wheels
+# (kvikio-cu13, libkvikio-cu13, and rapids-logger and cuda-pathfinder that libkvikio loads)
+# in a folder of their own; the same timing code runs under both interpreters over the same
+# files, AUTO as the machine comes (no udev fix). At most about 2 minutes.
+if stage bench || stage compare; then
+cd "$BUILD"
 if ls "$SRC"/.gpu-deps/upstream/kvikio_cu13-*.whl > /dev/null 2>&1; then
-  UPY=/tmp/kvikio-upstream-venv/bin/python
+  # Not a venv: python3 there is itself a venv (/opt/torch/.venv), whose NumPy and CuPy a
+  # second venv's --system-site-packages would not see. Upstream's package goes into its own
+  # folder, put first on PYTHONPATH by a wrapper, so it shadows ours only in that process.
+  # Upstream 26.10 supports zarr < 3.2: both sides run zarr 3.1.6 (.gpu-deps/zarr31).
+  UPSITE=/tmp/kvikio-upstream-site ZARR31=/tmp/zarr31 UPY=/tmp/kvikio-upstream-python
   if [ ! -x "$UPY" ]; then
-    rm -rf /tmp/kvikio-upstream-venv
-    { python3 -m venv --system-site-packages /tmp/kvikio-upstream-venv && \
-      "$UPY" -m pip install -q --no-index --no-deps --no-compile "$SRC"/.gpu-deps/upstream/*.whl \
-        $(ls "$SRC"/.whl/{zarr,numcodecs,donfig,pyyaml,typing_extensions,packaging,google_crc32c,msgspec}-*.whl 2>/dev/null)
-    } > "$OUT/upstream.log" 2>&1
+    { python3 -m pip install -q --no-index --no-deps --no-compile --target "$UPSITE" \
+        "$SRC"/.gpu-deps/upstream/*.whl && \
+      python3 -m pip install -q --no-index --no-deps --no-compile --target "$ZARR31" \
+        "$SRC"/.gpu-deps/zarr31/*.whl; } > "$OUT/upstream.log" 2>&1
+    printf '#!/bin/sh\nPYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH} exec python3 "$@"\n' "$UPSITE" > "$UPY"
+    chmod +x "$UPY"
   fi
-  (cd /tmp && "$UPY" -c 'import kvikio, kvikio.zarr; print("upstream kvikio", kvikio.__version__, kvikio.__file__)') \
+  export PYTHONPATH=$ZARR31:${PYTHONPATH:-}
+  (cd /tmp && "$UPY" -c 'import kvikio, kvikio.zarr, zarr; print("upstream kvikio", kvikio.__version__, kvikio.__file__, "zarr", zarr.__version__)') \
     >> "$OUT/upstream.log" 2>&1 || note "upstream kvikio does not import (upstream.log): $(tail -1 "$OUT/upstream.log")"
   udev_unfix
   timeout 100 python3 -m kvikio.benchmarks.zarr_io --size 1GiB --chunk 64KiB 1MiB 16MiB --threads 16 \
@@ -215,10 +227,14 @@ if ls "$SRC"/.gpu-deps/upstream/kvikio_cu13-*.whl > /dev/null 2>&1; then
   timeout 30 python3 -m kvikio.benchmarks.overhead --open-read-close --iterations 1000 --repetitions 3 \
     --compare-upstream "$UPY" > "$OUT/open_read_close.txt" 2>> "$OUT/bench.err"
   note "open-read-close vs upstream: rc=$?"
+  export PYTHONPATH=${PYTHONPATH#"$ZARR31":}
   udev_fix  # step 4b's OFF runs need cuFile registration
 else
   note "upstream comparison: skipped (no .gpu-deps/upstream/kvikio_cu13-*.whl)"
 fi
+fi
+
+if stage bench; then
 
 # --- 4b. before/after: an earlier commit's tool beside this one, taking turns ---------------
 # About 3 minutes: only when asked (GPU_SUITE_BEFORE_AFTER=1), as the redesign's check.
