@@ -57,7 +57,7 @@ nitpick_ignore_regex = [
     (r"cpp:identifier", r"(std|CUstream|CUfileHandle_t|off_t|size_t|ssize_t|timespec)(::.*)?"),
     (r"cpp:identifier", r"(std::)?(u?int(8|16|32|64)_t|size_t|ptrdiff_t)"),
     # POSIX and CUDA driver names, and internal types named by private members.
-    (r"cpp:identifier", r"(mode_t|S_I[RWX](USR|GRP|OTH)|CUctx_st|CUstream_st|CUstream)"),
+    (r"cpp:identifier", r"(mode_t|dev_t|S_I[RWX](USR|GRP|OTH)|CUctx_st|CUstream_st|CUstream)"),
     (r"cpp:identifier", r"(detail|detail::.*|CurlHandle|Impl)"),
     # cuFile's own types and values (cufile.h, or their stand-ins in shim/cufile_h_wrapper.hpp),
     # and CompatModeManager, whose header has no page of its own yet.

@@ -173,6 +173,7 @@ class KVIKIO_EXPORT defaults {
   /// other. Each pool has num_threads threads, is created on first use and follows later
   /// changes of num_threads. A pool passed to pread/pwrite explicitly still wins.
   static bool thread_pool_per_block_device();
+  /// Sets thread_pool_per_block_device(), for files opened afterwards.
   static void set_thread_pool_per_block_device(bool flag);
 
   /// KVIKIO_TASK_SIZE, default 4 MiB: the largest piece of a parallel request. Zero rejected.
@@ -234,18 +235,22 @@ class KVIKIO_EXPORT defaults {
   /// KVIKIO_REMOTE_IO_BACKEND (default EASY_THREADPOOL): how remote reads run (see
   /// RemoteIOBackend).
   static RemoteIOBackend remote_io_backend();
+  /// Sets remote_io_backend(), for reads started afterwards.
   static void set_remote_io_backend(RemoteIOBackend backend);
   /// KVIKIO_REMOTE_IO_NUM_REACTORS (default 1, MULTI_POLL only): reactor threads, each with
   /// its own libcurl multi handle.
   static unsigned int remote_io_num_reactors();
+  /// Sets remote_io_num_reactors(). Throws std::invalid_argument outside 1..256.
   static void set_remote_io_num_reactors(unsigned int n);
   /// KVIKIO_REMOTE_IO_REACTOR_DISPATCH (default PER_CHUNK, MULTI_POLL only): how a call's
   /// range requests are spread over the reactors (see RemoteReactorDispatch).
   static RemoteReactorDispatch remote_io_reactor_dispatch();
+  /// Sets remote_io_reactor_dispatch(), for reads started afterwards.
   static void set_remote_io_reactor_dispatch(RemoteReactorDispatch dispatch);
   /// KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS (default 256; 0: unlimited; MULTI_POLL only):
   /// range requests in flight at once, over all reactors (each gets an equal share).
   static std::size_t remote_io_max_concurrent_requests();
+  /// Sets remote_io_max_concurrent_requests() (0: unlimited).
   static void set_remote_io_max_concurrent_requests(std::size_t n);
 
   /// Every setting with its current value and source, in a fixed order.

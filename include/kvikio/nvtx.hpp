@@ -37,6 +37,7 @@
 
 #include <nvtx3/nvtx3.hpp>
 #else
+/// 1 where this translation unit sees the NVTX3 headers (ranges recorded), else 0.
 #define KVIKIO_NVTX_ENABLED 0
 #endif
 
@@ -48,6 +49,7 @@ KVIKIO_EXPORT bool is_nvtx_enabled() noexcept;
 
 /// The tag of libkvikio's NVTX domain.
 struct libkvikio_domain {
+  /// The domain's name, as profilers show it.
   static constexpr const char* name{"libkvikio"};
 };
 
@@ -167,7 +169,9 @@ int nvtx_discard(const T&...) noexcept;
 
 }  // namespace kvikio
 
+/// Pastes two tokens (the helper of KVIKIO_NVTX_CONCAT).
 #define KVIKIO_NVTX_CONCAT_(x, y) x##y
+/// Pastes two tokens after expanding them (unique names for scoped ranges).
 #define KVIKIO_NVTX_CONCAT(x, y) KVIKIO_NVTX_CONCAT_(x, y)
 
 #if KVIKIO_NVTX_ENABLED
@@ -235,8 +239,11 @@ int nvtx_discard(const T&...) noexcept;
 
 #else
 
+/// Without NVTX: nothing is recorded and the arguments are not evaluated.
 #define KVIKIO_NVTX_SCOPED_RANGE(...) static_cast<void>(sizeof(::kvikio::nvtx_discard(__VA_ARGS__)))
+/// Without NVTX: nothing is recorded and the arguments are not evaluated.
 #define KVIKIO_NVTX_FUNC_RANGE(...) static_cast<void>(sizeof(::kvikio::nvtx_discard(__VA_ARGS__)))
+/// Without NVTX: nothing is recorded and the arguments are not evaluated.
 #define KVIKIO_NVTX_MARKER(message, payload_v) \
   static_cast<void>(sizeof(::kvikio::nvtx_discard(message, payload_v)))
 

@@ -570,15 +570,26 @@ class RemoteFile:
         return self._handle.pread(buf, size, file_offset, task_size)
 
     def pread_batch(self, requests: Iterable[tuple]) -> IOFuture:
-        """Read many ``(buf, size, file_offset)`` requests of this object in one call (like
-        :meth:`kvikio.CuFile.pread_batch`); non-blocking. ``size`` None reads the whole
-        buffer, ``file_offset`` defaults to 0. Every request is checked before anything is
-        sent (a bad one raises naming its index, e.g. ``"batch request 3: ..."``). Requests
-        into host memory that lie within 64 KiB of each other share one range request of at
-        most ``task_size`` bytes; the range requests go out in parallel (on the thread pool,
-        or with ``remote_io_backend`` ``"MULTI_POLL"`` on libcurl multi reactors). ``get()``
-        returns the total bytes or raises the error of the lowest-numbered failed request,
-        once every request has finished."""
+        """Read many ranges of this object in one call; non-blocking.
+
+        Like :meth:`kvikio.CuFile.pread_batch`. Every request is checked before anything is
+        sent. Requests into host memory that lie within 64 KiB of each other share one range
+        request of at most ``task_size`` bytes; the range requests go out in parallel (on the
+        thread pool, or with ``remote_io_backend`` ``"MULTI_POLL"`` on libcurl multi
+        reactors).
+
+        Args:
+            requests: ``(buf, size, file_offset)`` tuples; ``size`` None reads the whole
+                buffer, ``file_offset`` defaults to 0.
+
+        Returns:
+            A future whose ``get()`` returns the total bytes read, or raises the error of the
+            lowest-numbered failed request once every request has finished.
+
+        Raises:
+            ValueError: A request is malformed or reaches past the object's end; the message
+                names its index (``"batch request 3: ..."``).
+        """
         return self._handle.pread_batch(requests)
 
     def write(
