@@ -2,7 +2,10 @@
 // (io_uring, skipped visibly where the kernel forbids it, and the thread pool) (issue 14).
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -14,6 +17,7 @@
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
 
+#include "device/pointer.hpp"
 #include "test_utils.hpp"
 
 using kvikio::FileHandle;
@@ -315,6 +319,83 @@ TEST(BatchBackend, TheSettingTakesThreeWordsAndNamesThemOtherwise)
   kvikio::defaults::set("batch_backend", std::string("auto"));
   EXPECT_EQ(kvikio::batch_backend(),
             kvikio::io_uring_unavailable_reason().empty() ? "io_uring" : "thread_pool");
+}
+
+// Issue 14: a large batch with a driver takes buffers inside plain read-write mappings as host
+// memory without asking it. Device-file mappings (where the driver puts pinned, managed and
+// mapped device memory), inaccessible reservations (device address ranges), anon_inode
+// objects and read-only or unparsable lines are left out; paths may hold spaces.
+TEST(HostMappings, KeepsOnlyPlainReadWriteMappings)
+{
+  const auto maps = kvikio::detail::HostMappings::parse(
+    "00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/prog\n"
+    "00651000-00652000 rw-p 00051000 08:02 173521      /usr/bin/prog\n"
+    "01d9c000-01dbd000 rw-p 00000000 00:00 0           [heap]\n"
+    "200000000-200100000 rwxs 411c5a000 00:06 512      /dev/nvidiactl\n"
+    "200104000-200120000 ---p 00000000 00:00 0 \n"
+    "300000000-300200000 rw-s 00000000 00:06 513       /dev/nvidia-uvm\n"
+    "7f0000000000-7f0000100000 rw-p 00000000 00:00 0 \n"
+    "7f0000100000-7f0000101000 rw-s 00000000 00:01 77  /dev/zero (deleted)\n"
+    "7f0000200000-7f0000300000 rw-s 00000000 00:0e 9   anon_inode:dmabuf\n"
+    "7f0000300000-7f0000301000 r--p 00000000 08:02 1   /usr/lib/x.so\n"
+    "7f0000400000-7f0000500000 rw-s 00000000 08:02 99  /tmp/a file with spaces\n"
+    "7f0000500000-7f0000600000 rw-p 00000000 00:00 0\n"
+    "7f0000600000-7f0000700000 rwxp 00000000 00:00 0\n"
+    "not a mapping\n"
+    "7f0000800000-7f0000700000 rw-p 00000000 00:00 0\n"
+    "7f0000900000-7f0000a00000 rw-p\n"
+    "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0   [stack]\n"
+    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0   [vsyscall]");
+  using R = std::pair<std::uintptr_t, std::uintptr_t>;
+  const std::vector<R> expected{{0x651000, 0x652000},
+                                {0x1d9c000, 0x1dbd000},
+                                {0x7f0000000000, 0x7f0000100000},
+                                {0x7f0000400000, 0x7f0000500000},
+                                {0x7f0000500000, 0x7f0000600000},
+                                {0x7f0000600000, 0x7f0000700000},
+                                {0x7ffd00000000, 0x7ffd00021000}};
+  EXPECT_EQ(maps.ranges(), expected);
+  auto at = [](std::uintptr_t p) { return reinterpret_cast<const void*>(p); };
+  EXPECT_TRUE(maps.contains(at(0x1d9c000), 0x21000));
+  EXPECT_FALSE(maps.contains(at(0x1d9c000), 0x21001));
+  EXPECT_FALSE(maps.contains(at(0x1d9bfff), 2));
+  EXPECT_FALSE(maps.contains(at(0x200000000), 8));        // /dev/nvidiactl
+  EXPECT_FALSE(maps.contains(at(0x200110000), 8));        // reserved ---p
+  EXPECT_FALSE(maps.contains(at(0x300000000), 8));        // /dev/nvidia-uvm
+  EXPECT_FALSE(maps.contains(at(0x7f0000100000), 8));     // /dev/zero
+  EXPECT_FALSE(maps.contains(at(0x7f0000200000), 8));     // anon_inode
+  EXPECT_FALSE(maps.contains(at(0x7f00000ff000), 8192));  // into the /dev/zero mapping
+  // Across two adjacent mappings: each half is inside one, the whole is not (looked up).
+  EXPECT_TRUE(maps.contains(at(0x7f00005ff000), 4096));
+  EXPECT_TRUE(maps.contains(at(0x7f0000600000), 4096));
+  EXPECT_FALSE(maps.contains(at(0x7f00005ff000), 8192));
+  EXPECT_FALSE(maps.contains(at(0xffffffffff600000), 1));
+  EXPECT_TRUE(kvikio::detail::HostMappings::parse("").ranges().empty());
+}
+
+// This process's own mappings: the heap, an anonymous mapping and the stack are found, an
+// inaccessible reservation is not, and a buffer across two adjacent mappings is not either.
+TEST(HostMappings, FindsThisProcessHeapStackAndMappings)
+{
+  std::vector<char> heap(3 << 20, 'x');
+  char stack[4096];
+  std::memset(stack, 1, sizeof stack);
+  const std::size_t page = 4096;
+  void* two = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(two, MAP_FAILED);
+  // A flag of its own on the second page makes it a mapping of its own, rw-p as the first.
+  ASSERT_EQ(::madvise(static_cast<char*>(two) + page, page, MADV_DONTFORK), 0);
+  void* none = ::mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(none, MAP_FAILED);
+  const auto maps = kvikio::detail::HostMappings::read_self();
+  EXPECT_TRUE(maps.contains(heap.data(), heap.size()));
+  EXPECT_TRUE(maps.contains(stack, sizeof stack));
+  EXPECT_TRUE(maps.contains(two, page));
+  EXPECT_TRUE(maps.contains(static_cast<char*>(two) + page, page));
+  EXPECT_FALSE(maps.contains(two, 2 * page));
+  EXPECT_FALSE(maps.contains(none, 1));
+  ::munmap(two, 2 * page);
+  ::munmap(none, page);
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 #include <tuple>
 
@@ -861,6 +863,87 @@ TEST_F(DeviceIO, BatchOfDeviceAndHostRequestsIsByteExact)
                            written.begin() + static_cast<long>(ranges[i].offset + MiB)))
       << "request " << i;
   }
+}
+
+// Issue 14: the driver serialises pointer queries, so a large batch takes buffers inside plain
+// read-write mappings (the heap, anonymous mappings, the stack) as host memory without one;
+// device buffers, and a host buffer across two mappings, are still looked up. Every request
+// lands byte for byte; under the stand-in, the queries are counted.
+TEST_F(DeviceIO, LargeBatchTakesHostBuffersWithoutPointerQueries)
+{
+  kvikio::defaults::set_num_threads(8);
+  const auto data = random_bytes(1 * MiB + 3, 35);
+  auto path       = dir.file("host_batch.bin");
+  write_file(path, data);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  const std::size_t count = 4000;
+  const std::size_t io    = 100;
+  const std::size_t page  = 4096;
+  std::vector<char> heap(count * io, 'h');
+  const std::size_t mapped_bytes = (count * io + page - 1) / page * page;
+  auto* mapped                   = static_cast<char*>(
+    ::mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(mapped, MAP_FAILED);
+  // Two adjacent read-write mappings (a flag of its own splits the second page off).
+  auto* two = static_cast<char*>(
+    ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(two, MAP_FAILED);
+  ASSERT_EQ(::madvise(two + page, page, MADV_DONTFORK), 0);
+  char stack[64 * io];
+  std::memset(stack, 's', sizeof stack);
+  DeviceBuffer dev(count * io);
+  const std::size_t across = 1001;  // the request into both mappings of `two`
+  std::vector<kvikio::IORequest> reads;
+  std::vector<kvikio::IORequest> host_reads;
+  std::vector<std::size_t> offsets;
+  for (std::size_t i = 0; i < count; ++i) {
+    offsets.push_back(i * 7919 % (data.size() - io));
+    char* buf = nullptr;
+    if (i == across) {
+      buf = two + page - io / 2;
+    } else if (i % 4 == 0) {
+      buf = heap.data() + i * io;
+    } else if (i % 4 == 1) {
+      buf = mapped + i * io;
+    } else if (i % 4 == 2) {
+      buf = i / 4 < 64 ? stack + i / 4 * io : heap.data() + i * io;
+    } else {
+      buf = static_cast<char*>(dev.data()) + i * io;
+    }
+    reads.push_back({buf, io, offsets[i]});
+    if (i % 4 != 3) { host_reads.push_back(reads.back()); }
+  }
+  auto queries    = kvikio::test::standin_fn<std::size_t (*)()>("kvikio_standin_pointer_queries");
+  auto check_host = [&] {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (i % 4 == 3) { continue; }
+      const auto* p = static_cast<const char*>(reads[i].buf);
+      ASSERT_TRUE(std::equal(p, p + io, data.begin() + static_cast<long>(offsets[i]))) << i;
+    }
+  };
+  const std::size_t before = queries != nullptr ? queries() : 0;
+  EXPECT_EQ(f.pread_batch(host_reads).get(), host_reads.size() * io);
+  // One query: the buffer across two mappings (one per request before issue 14's fix).
+  if (queries != nullptr) { EXPECT_EQ(queries() - before, 1U); }
+  check_host();
+  std::memset(stack, 's', sizeof stack);
+  std::fill(heap.begin(), heap.end(), 'h');
+  std::memset(mapped, 'm', mapped_bytes);
+  std::memset(two, 't', 2 * page);
+  const std::size_t before_all = queries != nullptr ? queries() : 0;
+  EXPECT_EQ(f.pread_batch(reads).get(), count * io);
+  // The device requests: a few queries per block of requests (the rest reuse the attributes
+  // of the one before in the same allocation), none per host request.
+  if (queries != nullptr) { EXPECT_LT(queries() - before_all, 200U); }
+  check_host();
+  const auto got = to_host(dev, count * io);
+  for (std::size_t i = 3; i < count; i += 4) {
+    ASSERT_TRUE(std::equal(
+      got.data() + i * io, got.data() + (i + 1) * io, data.begin() + static_cast<long>(offsets[i])))
+      << i;
+  }
+  ::munmap(mapped, mapped_bytes);
+  ::munmap(two, 2 * page);
 }
 
 // Issue 14: a large batch looks its buffers' attributes up on the pool (blocks of requests);

@@ -176,15 +176,26 @@ bool use_uring()
 /// still checks every request before any IO starts, and never waits on a busy pool for a block
 /// nobody took. Within a block, a request inside the device allocation of the one before
 /// reuses its attributes. A lookup that throws is kept (lowest index) in the state.
+///
+/// The driver serialises pointer queries on a lock of its own (~0.7 us each on an H200), so
+/// spreading them over the pool does not make 20000 of them cheap (issue 14). A large batch
+/// with a driver therefore reads the process's mappings once and takes a buffer lying inside
+/// one plain read-write mapping as host memory without a query (detail::HostMappings says why
+/// device memory is never there); only the rest is looked up. Pinned or managed memory taken
+/// so is plain process memory too, and every host-accessible kind goes the same host path.
 struct PointerPass {
   static constexpr std::size_t block = 256;
+  // From this many requests the mappings are read: a process using CUDA has some hundreds of
+  // mappings, whose text costs about as much to read as this many driver queries.
+  static constexpr std::size_t mappings_from = 256;
   std::shared_ptr<BatchState> state;
   std::size_t blocks;
+  detail::HostMappings mappings;  // empty: every buffer is looked up
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> finished{0};
 
-  PointerPass(std::shared_ptr<BatchState> s, std::size_t n)
-    : state(std::move(s)), blocks((n + block - 1) / block)
+  PointerPass(std::shared_ptr<BatchState> s, std::size_t n, detail::HostMappings m)
+    : state(std::move(s)), blocks((n + block - 1) / block), mappings(std::move(m))
   {
   }
 
@@ -200,6 +211,10 @@ struct PointerPass {
         if (last.kind == detail::MemoryKind::DEVICE && p >= last.base &&
             p - last.base < last.alloc_size) {
           it.info = last;  // the same live allocation: the same attributes
+          continue;
+        }
+        if (mappings.contains(it.buf, it.asked)) {
+          it.info = detail::PointerInfo{};  // plain host memory
           continue;
         }
         try {
@@ -220,12 +235,14 @@ struct PointerPass {
   static void run(const std::shared_ptr<BatchState>& state, bool parallel)
   {
     const std::size_t n = state->items.size();
-    auto pass           = std::make_shared<PointerPass>(state, n);
-    auto& pool          = defaults::thread_pool();
-    const std::size_t helpers =
-      parallel && n >= 4 * block && detail::CudaAPI::instance().available()
-        ? std::min<std::size_t>(pool.get_thread_count(), pass->blocks - 1)
-        : 0;
+    const bool driver   = detail::CudaAPI::instance().available();
+    const bool use_maps = parallel && driver && n >= mappings_from;
+    auto pass           = std::make_shared<PointerPass>(
+      state, n, use_maps ? detail::HostMappings::read_self() : detail::HostMappings{});
+    auto& pool                = defaults::thread_pool();
+    const std::size_t helpers = parallel && n >= 4 * block && driver
+                                  ? std::min<std::size_t>(pool.get_thread_count(), pass->blocks - 1)
+                                  : 0;
     for (std::size_t h = 0; h < helpers; ++h) {
       try {
         pool.detach_task([pass]() noexcept { pass->work(); });

@@ -1,6 +1,11 @@
 #include "device/pointer.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -95,6 +100,105 @@ PointerInfo get_pointer_info(const void* ptr)
     next_slot        = (next_slot + 1) % cache.size();
   }
   return info;
+}
+
+namespace {
+
+/// Reads a hexadecimal number at the front of `s`, consuming it; false when there is none.
+bool take_hex(std::string_view& s, std::uintptr_t& out)
+{
+  std::size_t i    = 0;
+  std::uintptr_t v = 0;
+  for (; i < s.size() && i < 2 * sizeof(std::uintptr_t); ++i) {
+    const char c = s[i];
+    int d        = 0;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      d = c - 'a' + 10;
+    } else {
+      break;
+    }
+    v = v * 16 + static_cast<std::uintptr_t>(d);
+  }
+  if (i == 0) { return false; }
+  s.remove_prefix(i);
+  out = v;
+  return true;
+}
+
+/// Drops the field at the front of `s` and the spaces after it; false when nothing followed.
+bool skip_field(std::string_view& s)
+{
+  const auto space = s.find(' ');
+  if (space == std::string_view::npos) { return false; }
+  s.remove_prefix(space);
+  const auto next = s.find_first_not_of(' ');
+  s.remove_prefix(next == std::string_view::npos ? s.size() : next);
+  return true;
+}
+
+}  // namespace
+
+HostMappings HostMappings::parse(std::string_view maps)
+{
+  // Each line: "start-end perms offset dev inode [path]", addresses in hex; a line that does
+  // not read so is left out (its buffers are looked up, as any outside every range).
+  HostMappings out;
+  while (!maps.empty()) {
+    const auto eol        = maps.find('\n');
+    std::string_view line = maps.substr(0, eol);
+    maps.remove_prefix(eol == std::string_view::npos ? maps.size() : eol + 1);
+    std::uintptr_t start = 0;
+    std::uintptr_t end   = 0;
+    if (!take_hex(line, start) || line.empty() || line[0] != '-') { continue; }
+    line.remove_prefix(1);
+    if (!take_hex(line, end) || end <= start || line.empty() || line[0] != ' ') { continue; }
+    line.remove_prefix(1);
+    if (line.size() < 4 || line[0] != 'r' || line[1] != 'w') { continue; }
+    // perms, offset, device, inode: what is left is the path (or nothing).
+    if (!skip_field(line) || !skip_field(line) || !skip_field(line)) { continue; }
+    skip_field(line);
+    if (line.starts_with("/dev/") || line.starts_with("anon_inode:")) { continue; }
+    out.ranges_.emplace_back(start, end);
+  }
+  std::sort(out.ranges_.begin(), out.ranges_.end());
+  return out;
+}
+
+HostMappings HostMappings::read_self()
+{
+  std::string text;
+  const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) { return {}; }
+  std::size_t used = 0;
+  bool failed      = false;
+  for (;;) {
+    text.resize(used + 64 * 1024);
+    const ssize_t n = ::read(fd, text.data() + used, text.size() - used);
+    if (n > 0) {
+      used += static_cast<std::size_t>(n);
+    } else if (n == 0) {
+      break;
+    } else if (errno != EINTR) {
+      failed = true;  // the text may end inside a line (a cut path): use none of it
+      break;
+    }
+  }
+  ::close(fd);
+  if (failed) { return {}; }
+  text.resize(used);
+  return parse(text);
+}
+
+bool HostMappings::contains(const void* ptr, std::size_t size) const noexcept
+{
+  const auto p = reinterpret_cast<std::uintptr_t>(ptr);
+  auto it      = std::upper_bound(
+    ranges_.begin(), ranges_.end(), p, [](std::uintptr_t v, const auto& r) { return v < r.first; });
+  if (it == ranges_.begin()) { return false; }
+  --it;
+  return p < it->second && size <= it->second - p;
 }
 
 void check_device_range(const PointerInfo& info,

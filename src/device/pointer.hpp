@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace kvikio::detail {
 
@@ -23,6 +26,33 @@ struct PointerInfo {
 /// Inspects `ptr`. Without a CUDA driver everything is host memory. Throws
 /// CudaDriverError when the driver reports an error other than "not CUDA memory".
 PointerInfo get_pointer_info(const void* ptr);
+
+/// The address ranges of a process that are plain readable and writable process memory (heap,
+/// stacks, anonymous and file mappings), from /proc/self/maps: a buffer inside one of them is
+/// host memory that read()/write()/io_uring reach directly, without asking the CUDA driver.
+/// Under unified addressing the driver keeps device memory out of such ranges: device
+/// addresses are reserved inaccessible (---p) or mapped from its device files (/dev/nvidia*,
+/// as are pinned and managed allocations), and both kinds are left out here, as is any other
+/// /dev/ or anon_inode: mapping; a buffer outside every range (or across two) is looked up.
+class HostMappings {
+ public:
+  HostMappings() = default;
+  /// Parses the text of /proc/<pid>/maps.
+  static HostMappings parse(std::string_view maps);
+  /// This process's mappings now; empty when /proc/self/maps cannot be read.
+  static HostMappings read_self();
+  /// True when [ptr, ptr + size) lies inside one range (for size 0: when ptr does).
+  [[nodiscard]] bool contains(const void* ptr, std::size_t size) const noexcept;
+  /// The ranges [start, end), sorted.
+  [[nodiscard]] const std::vector<std::pair<std::uintptr_t, std::uintptr_t>>& ranges()
+    const noexcept
+  {
+    return ranges_;
+  }
+
+ private:
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges_;
+};
 
 /// Throws std::out_of_range naming the pointer, allocation and request when
 /// [ptr, ptr + size) is not inside the device allocation described by `info`.

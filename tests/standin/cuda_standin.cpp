@@ -76,6 +76,7 @@ struct State {
   std::size_t peak_pinned_bytes{0};
   std::size_t pageable_async_copies{0};
   std::size_t async_copies{0};
+  std::size_t pointer_queries{0};  // cuPointerGetAttribute calls
   bool initialised{false};
   // fault injection: fail the nth next call of `fail_fn` with `fail_code`
   std::string fail_fn;
@@ -326,6 +327,12 @@ __attribute__((visibility("default"))) std::size_t kvikio_standin_async_copies()
   std::lock_guard lock(st().mutex);
   return st().async_copies;
 }
+/// How many cuPointerGetAttribute calls were made so far.
+__attribute__((visibility("default"))) std::size_t kvikio_standin_pointer_queries()
+{
+  std::lock_guard lock(st().mutex);
+  return st().pointer_queries;
+}
 /// For the cuFile stand-in: the host bytes behind device range [ptr, ptr + n) after the
 /// current context's default-stream work ran, or null when the range is not inside one
 /// allocation; *ctx_ok says whether the allocation belongs to the current context.
@@ -464,6 +471,7 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attr, CUdeviceptr
 {
   auto& s = st();
   std::lock_guard lock(s.mutex);
+  ++s.pointer_queries;
   const Alloc* a = find(static_cast<std::uintptr_t>(ptr), 0);
   if (a == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
   switch (attr) {
