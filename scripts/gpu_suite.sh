@@ -36,7 +36,7 @@
 #                    S3 examples run with CuPy buffers too
 set -u
 # GPU_SUITE_STAGES: any of "tests" (steps 2, 3), "bench" (4, 4b, 5), "compare" (4's upstream
-# comparison alone) and "image" (6); default
+# comparison alone), "random" (4's small-read benches alone) and "image" (6); default
 # "tests bench". One stage per call fits the device tool's 10 minutes; each builds first
 # (incrementally when the machine is still warm).
 STAGES=${GPU_SUITE_STAGES:-tests bench}
@@ -180,7 +180,15 @@ for t in 1 4 16; do
   timeout 60 env KVIKIO_COMPAT_MODE=ON "$KVIKIO" bench --memory device --size 4GiB --threads "$t" \
     --repetitions 2 --ops read --json > "$RESULTS/h200-device-4GiB-${t}threads.json" 2>> "$OUT/bench.err"
 done
-# Small random reads (issue 14): single calls, pread().get() and the batch call, in IOPS.
+fi
+# Small random reads (issue 14): single calls, pread().get() and the batch call, in IOPS; also
+# alone as the stage "random", with the batch tests on the real driver.
+if stage bench || stage random; then
+KVIKIO=$BUILD/tools/kvikio
+cd "$BUILD"
+if stage random; then
+  run_gtest batch_device 60 test_device --gtest_filter='*Batch*'
+fi
 for mem in host device; do
   timeout 60 "$KVIKIO" bench --pattern random --io-size 4KiB --size 1GiB --threads 16 \
     --memory $mem --repetitions 3 > "$OUT/bench_random_$mem.txt" 2>> "$OUT/bench.err"
@@ -191,6 +199,9 @@ udev_unfix
 timeout 30 "$KVIKIO" bench --pattern open --size 64KiB --io-size 64KiB > "$OUT/bench_open.txt" 2>> "$OUT/bench.err"
 udev_fix
 timeout 30 "$KVIKIO" bench --pattern open --size 64KiB --io-size 64KiB >> "$OUT/bench_open.txt" 2>> "$OUT/bench.err"
+fi
+
+if stage bench; then
 timeout 60 python3 -m kvikio.benchmarks.overhead > "$OUT/overhead.txt" 2>> "$OUT/bench.err"
 timeout 120 python3 -m kvikio.benchmarks.s3_upload --size 512MiB --threads 16 --repetitions 2 \
   > "$OUT/s3_upload.txt" 2>> "$OUT/bench.err"
