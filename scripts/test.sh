@@ -28,7 +28,8 @@ step "thread pool and parallel IO under ThreadSanitizer"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKVIKIO_SANITIZE=thread \
   -DKVIKIO_BUILD_TOOLS=OFF >/dev/null
 cmake --build build-tsan -j"$JOBS"
-(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/tsan.supp" ctest -j"$JOBS" -L "threads|io" --output-on-failure)
+TSAN_SUPPRESSIONS="$PWD/tests/tsan.supp"  # absolute: the tests run in build-tsan/tests
+(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$TSAN_SUPPRESSIONS" ctest -j"$JOBS" -L "threads|io" --output-on-failure)
 
 step "formatting"
 git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run -Werror
