@@ -122,7 +122,10 @@ void OpenFile::close()
 {
   // close(2) releases the descriptor even when it fails (Linux), so it is never retried. A
   // closed file never opens its O_DIRECT descriptor afterwards.
-  std::call_once(direct_once_, [] {});
+  {
+    std::lock_guard lock(direct_mutex_);
+    direct_opened_.store(true, std::memory_order_release);
+  }
   int err = 0;
   for (int* fd : {&fd_direct_, &fd_}) {
     if (*fd >= 0 && ::close(*fd) != 0 && err == 0) { err = errno; }

@@ -66,9 +66,16 @@ class OpenFile {
   void require(Direction direction) const;
 
  private:
+  // Double-checked rather than std::call_once: GCC gives call_once's helper for a lambda
+  // declared here default visibility, so libkvikio.so exported a kvikio::detail symbol.
   void ensure_direct() const noexcept
   {
-    std::call_once(direct_once_, [this] { open_direct(); });
+    if (direct_opened_.load(std::memory_order_acquire)) { return; }
+    std::lock_guard lock(direct_mutex_);
+    if (!direct_opened_.load(std::memory_order_relaxed)) {
+      open_direct();
+      direct_opened_.store(true, std::memory_order_release);
+    }
   }
   void open_direct() const noexcept;
 
@@ -77,7 +84,8 @@ class OpenFile {
   int oflags_{0};
   dev_t dev_{};  // of fd_, to check the O_DIRECT descriptor's file
   ino_t ino_{};
-  mutable std::once_flag direct_once_;
+  mutable std::atomic<bool> direct_opened_{false};
+  mutable std::mutex direct_mutex_;
   mutable int fd_direct_{-1};
   bool readable_{false};
   bool writable_{false};
