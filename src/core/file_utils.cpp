@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
-#include <regex>
+#include <string_view>
 #include <utility>
 
 #include <kvikio/error.hpp>
@@ -105,6 +105,29 @@ std::size_t get_file_size(int file_descriptor)
 namespace {
 
 /// The "MAJ:MIN" that a sysfs `dev` file holds, or nothing.
+/// "nvme<digits>" (a controller) or, with `with_namespace`, "nvme<digits>n<digits>" (one of
+/// its namespaces). Not std::regex: its templates would be exported from libkvikio.so.
+bool is_nvme_name(std::string_view name, bool with_namespace)
+{
+  if (!name.starts_with("nvme")) { return false; }
+  name.remove_prefix(4);
+  auto digits = [&name] {
+    std::size_t n = 0;
+    while (n < name.size() && name[n] >= '0' && name[n] <= '9') {
+      ++n;
+    }
+    name.remove_prefix(n);
+    return n > 0;
+  };
+  if (!digits()) { return false; }
+  if (with_namespace) {
+    if (name.empty() || name.front() != 'n') { return false; }
+    name.remove_prefix(1);
+    if (!digits()) { return false; }
+  }
+  return name.empty();
+}
+
 std::optional<dev_t> read_dev_file(const std::filesystem::path& dir)
 {
   std::ifstream in(dir / "dev");
@@ -150,10 +173,8 @@ BlockDeviceInfo get_block_device_info(const std::string& file_path)
   // An NVMe namespace (nvme0n1) sits inside its controller's directory (nvme0), whose `dev`
   // is the controller's character device. Multipath namespaces sit in an nvme-subsystem
   // directory instead and stay as they are.
-  static const std::regex nvme_namespace("nvme[0-9]+n[0-9]+");
-  static const std::regex nvme_controller("nvme[0-9]+");
-  if (std::regex_match(dir.filename().string(), nvme_namespace) &&
-      std::regex_match(dir.parent_path().filename().string(), nvme_controller)) {
+  if (is_nvme_name(dir.filename().string(), true) &&
+      is_nvme_name(dir.parent_path().filename().string(), false)) {
     dir = dir.parent_path();
     if (auto controller = read_dev_file(dir)) { id = *controller; }
   }
