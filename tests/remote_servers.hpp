@@ -1,5 +1,7 @@
 #pragma once
 // Starting and stopping the Python test servers (tests/servers/*.py) from C++ tests.
+#include <curl/curl.h>
+
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -96,5 +98,24 @@ class ScopedHttpSettings {
   long timeout_;
   unsigned threads_;
 };
+
+/// A plain GET with libcurl, outside kvikio (for the test servers' control endpoints such as
+/// `/_stats`); the body, or what arrived of it.
+inline std::string http_get(const std::string& url)
+{
+  auto append = +[](char* data, std::size_t size, std::size_t n, void* body) {
+    static_cast<std::string*>(body)->append(data, size * n);
+    return size * n;
+  };
+  CURL* h = curl_easy_init();
+  std::string body;
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+  curl_easy_perform(h);
+  curl_easy_cleanup(h);
+  return body;
+}
 
 }  // namespace kvikio::test

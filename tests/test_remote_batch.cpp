@@ -20,29 +20,11 @@
 #include "test_utils.hpp"
 
 using namespace kvikio;
+using kvikio::test::http_get;
 using kvikio::test::ScopedHttpSettings;
 using kvikio::test::ServerProcess;
 
 namespace {
-
-std::size_t to_string_cb(char* d, std::size_t s, std::size_t n, void* u)
-{
-  static_cast<std::string*>(u)->append(d, s * n);
-  return s * n;
-}
-
-std::string http_get(const std::string& url)
-{
-  CURL* h = curl_easy_init();
-  std::string body;
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, to_string_cb);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
-  curl_easy_perform(h);
-  curl_easy_cleanup(h);
-  return body;
-}
 
 /// Restores the remote_io_* settings and task_size.
 class ScopedRemoteIo {

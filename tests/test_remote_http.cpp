@@ -22,31 +22,12 @@
 #include "test_utils.hpp"
 
 using namespace kvikio;
+using kvikio::test::http_get;
 using kvikio::test::ScopedEnv;
 using kvikio::test::ScopedHttpSettings;
 using kvikio::test::ServerProcess;
 
 namespace {
-
-std::size_t to_string_cb(char* d, std::size_t s, std::size_t n, void* u)
-{
-  static_cast<std::string*>(u)->append(d, s * n);
-  return s * n;
-}
-
-/// A plain GET with libcurl, outside kvikio (for the server's control endpoints).
-std::string http_get(const std::string& url)
-{
-  CURL* h = curl_easy_init();
-  std::string body;
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, to_string_cb);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
-  curl_easy_perform(h);
-  curl_easy_cleanup(h);
-  return body;
-}
 
 std::size_t count_lines_with(const std::string& text, const std::string& needle)
 {
