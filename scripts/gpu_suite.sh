@@ -28,6 +28,8 @@
 #                    kvikio_cu13, libkvikio_cu13, rapids_logger, cuda_pathfinder
 #   .gpu-deps/zarr31 zarr 3.1.6's wheel (pip download --no-deps zarr==3.1.6): the zarr both
 #                    stores run under in the upstream comparison (upstream wants zarr < 3.2)
+#   .gpu-deps/nginx  nginx for the remote random-range bench (stage random): apt-get download
+#                    nginx; dpkg -x into it; libpcre2-8.so.0 and libcrypt.so.1 copied to lib/
 #   .gpu-deps/seed   the specification (shared/seed), whose examples test_seed_examples.py runs
 #   .whl             wheels for zarr>=3 and what it needs, pytest-asyncio, and moto 5.2.5 with
 #                    what its S3 server needs there (boto3, botocore, s3transfer, jmespath,
@@ -193,6 +195,20 @@ for mem in host device; do
   timeout 60 "$KVIKIO" bench --pattern random --io-size 4KiB --size 1GiB --threads 16 \
     --memory $mem --repetitions 3 > "$OUT/bench_random_$mem.txt" 2>> "$OUT/bench.err"
 done
+# Remote (stage random only): 1000 random 64 KiB ranges of a 1 GiB file from a loopback nginx
+# (.gpu-deps/nginx: the Debian package's files, dpkg -x, with its libpcre2 and libcrypt in lib/;
+# that machine has no nginx): the batch call with each remote backend against one-by-one
+# reads and bare curl multi.
+if stage random; then
+  NGINX_DIR=$SRC/.gpu-deps/nginx
+  if [ -x "$NGINX_DIR/usr/sbin/nginx" ]; then
+    timeout 150 env PATH="$NGINX_DIR/usr/sbin:$PATH" LD_LIBRARY_PATH="$NGINX_DIR/lib" \
+      "$KVIKIO" bench --remote local --pattern random --io-size 64KiB --size 1GiB --threads 16 \
+      --repetitions 3 > "$OUT/bench_remote_random.txt" 2>> "$OUT/bench.err"
+  else
+    note "remote random bench: skipped (no .gpu-deps/nginx)"
+  fi
+fi
 # Opening, reading 64 KiB and closing through FileHandle against the plain calls, AUTO as the
 # machine comes (no udev fix: cuFile registration fails there) and with the fix.
 udev_unfix
@@ -326,7 +342,7 @@ echo
 echo "================ summary ================"
 cat "$SUMMARY"
 [ -f "$OUT/info.txt" ] && sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
-for f in bench_posix bench_cufile bench_cold bench_random_host bench_random_device bench_open before_after overhead s3_upload zarr zarr_upstream open_read_close \
+for f in bench_posix bench_cufile bench_cold bench_random_host bench_random_device bench_remote_random bench_open before_after overhead s3_upload zarr zarr_upstream open_read_close \
          "${MULTI_FILES[@]}"; do
   [ -f "$OUT/$f.txt" ] && { echo "--- $f"; cat "$OUT/$f.txt"; }
 done

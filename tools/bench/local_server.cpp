@@ -250,10 +250,15 @@ LocalServer::LocalServer(std::size_t size,
     if (!nginx.empty()) {
       port = free_port();
       std::ostringstream conf;
-      conf << "worker_processes 2;\ndaemon off;\npid " << dir_ << "/nginx.pid;\n"
-           << "error_log " << dir_ << "/error.log;\nevents { worker_connections 1024; }\n"
-           << "http {\n  access_log off;\n  sendfile on;\n"
-           << "  keepalive_requests 1000000;\n  server {\n    listen 127.0.0.1:" << port << ";\n"
+      // One worker per core (the benchmark's client threads share them); temporary files
+      // in the server's own folder, so that nginx needs no writable /var/lib/nginx.
+      conf << "worker_processes auto;\ndaemon off;\npid " << dir_ << "/nginx.pid;\n"
+           << "error_log " << dir_ << "/error.log;\nevents { worker_connections 4096; }\n"
+           << "http {\n  access_log off;\n  sendfile on;\n";
+      for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
+        conf << "  " << temp << "_temp_path " << dir_ << "/" << temp << ";\n";
+      }
+      conf << "  keepalive_requests 1000000;\n  server {\n    listen 127.0.0.1:" << port << ";\n"
            << "    root " << dir_ << ";\n  }\n}\n";
       write_file(dir_ + "/nginx.conf", conf.str());
       kind_ = "nginx (" + nginx + ")";
