@@ -1,11 +1,18 @@
 // Batches of reads and writes (kvikio/batch_io.hpp): every request checked first, then host
 // requests spread over the pool's threads, each submitting its share through its own
 // io_uring (or plain calls), and device requests through the usual device path.
+//
+// A large batch runs both phases in parallel (issue 14: a serial set-up on the calling thread
+// cost the batch a fifth of its IOPS against plain threads calling pread). The checks run in
+// blocks that the caller and the pool's threads take; the caller waits for every block, so
+// that a bad request still raises from the call itself, before any IO. The IO then runs in
+// slices taken off a shared cursor, shrinking as the batch drains, so that the threads finish
+// together instead of one of them holding a long last slice.
 #include <kvikio/batch_io.hpp>
 
 #include <algorithm>
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -39,6 +46,7 @@ std::size_t batch_move_piece(Direction direction,
 namespace {
 
 using detail::Direction;
+constexpr std::size_t no_index = std::numeric_limits<std::size_t>::max();
 
 /// Runs `check`, prefixing the message of what it throws with the request's index (built
 /// only then: a batch may hold many thousands of requests).
@@ -57,13 +65,34 @@ void with_index(std::size_t i, F&& check)
   }
 }
 
+/// The lowest-numbered failure among requests that run (or are checked) in parallel.
+class FirstError {
+ public:
+  void record(std::size_t index, std::exception_ptr e)
+  {
+    std::lock_guard lock(mutex_);
+    if (index < index_) {
+      index_ = index;
+      error_ = std::move(e);
+    }
+  }
+  /// Read once every thread that may record is done.
+  [[nodiscard]] const std::exception_ptr& get() const noexcept { return error_; }
+
+ private:
+  std::mutex mutex_;
+  std::size_t index_{no_index};
+  std::exception_ptr error_;
+};
+
+/// A request that is not one plain host piece: device memory, or larger than task_size.
 struct Item {
+  std::size_t index;           // in the batch
   detail::OpenHandle* handle;  // kept alive by BatchState::handles
   detail::PointerInfo info;
   char* buf;
   std::size_t size;  // clamped to the end of the file for reads
   std::size_t offset;
-  std::size_t asked;  // the size asked for, which a device buffer must hold
 };
 
 /// A part of items[item] run on the pool: `size` bytes from `buf_offset` into the request.
@@ -73,64 +102,133 @@ struct Piece {
   std::size_t size;
 };
 
+/// A file of the batch, looked up and checked once.
+struct FileEntry {
+  detail::OpenHandle* handle;
+  std::size_t size;  // for reads: where they stop
+};
+
 /// Every request of the batch and its results; shared by the jobs on the pool.
+///
+/// The host requests are `host` (entry i for request i; of size 0 where request i is empty,
+/// in device memory or larger than task_size) followed by `extra` (the task_size pieces of
+/// the large ones): one run of slices over both, no slice straddling the two.
 struct BatchState {
-  Direction direction;
+  Direction direction{};
+  const char* op{""};
   bool uring{false};      // host requests through io_uring, else POSIX calls on the pool threads
   bool direct_io{false};  // the setting for `direction`, read once per batch
+  std::size_t task_size{0};
+  std::size_t threads{1};
+  // The requests, in one of two forms: the caller's vectors, read in the check phase only.
+  const FileIORequest* requests{nullptr};
+  FileHandle* file{nullptr};
+  const IORequest* file_requests{nullptr};
+  std::size_t count{0};
+
+  std::mutex files_mutex;
+  std::unordered_map<const FileHandle*, FileEntry> files;
   std::vector<std::shared_ptr<detail::OpenHandle>> handles;  // each file once
+
+  std::unique_ptr<detail::UringRequest[]> host;      // filled by the checks, in parallel
+  std::unique_ptr<detail::OpenHandle*[]> host_file;  // the file of host[i]
+  std::vector<detail::UringRequest> extra;
+  std::vector<std::size_t> extra_item;  // extra[k] is a piece of items[extra_item[k]]
+  std::size_t host_requests{0};         // entries of host and extra with bytes to move
   std::vector<Item> items;
-  std::vector<detail::UringRequest> host;  // host requests, in slices of `chunk`
-  std::vector<std::size_t> host_index;     // host[k] is a piece of items[host_index[k]]
-  std::vector<Piece> pool_pieces;          // device pieces, run one by one on the pool
-  std::size_t chunk{1};                    // host requests per slice
-  std::atomic<std::size_t> next_chunk{0};
+  std::vector<Piece> pool_pieces;  // device pieces, run one by one on the pool
+  std::size_t min_slice{1};
+  std::atomic<std::size_t> next_host{0};  // the slice cursor over host, then extra
   std::atomic<std::size_t> next_item{0};
   std::atomic<std::size_t> remaining_jobs{0};
   std::atomic<std::size_t> bytes{0};
-  std::mutex error_mutex;
-  std::size_t error_index{std::numeric_limits<std::size_t>::max()};
-  std::exception_ptr error;
+  FirstError error;
   std::promise<std::size_t> promise;
-  // The pointer attributes pass: the lowest-numbered request whose lookup threw, and what.
-  std::size_t info_error_index{std::numeric_limits<std::size_t>::max()};
-  std::exception_ptr info_error;
 
-  void fail(std::size_t index, std::exception_ptr e)
+  [[nodiscard]] FileIORequest request(std::size_t i) const
   {
-    std::lock_guard lock(error_mutex);
-    if (index < error_index) {
-      error_index = index;
-      error       = std::move(e);
+    if (requests != nullptr) { return requests[i]; }
+    const auto& r = file_requests[i];
+    return FileIORequest{file, r.buf, r.size, r.file_offset};
+  }
+
+  /// The entry of `f`: on its first use in the batch it is checked (open, and opened for
+  /// `direction`) and measured, and kept alive for the batch.
+  FileEntry file_entry(const FileHandle& f)
+  {
+    std::lock_guard lock(files_mutex);
+    if (auto known = files.find(&f); known != files.end()) { return known->second; }
+    const auto& shared = detail::FileHandleAccess::state(f);
+    if (!shared) { throw std::invalid_argument("IO on closed file '" + f.path() + "'"); }
+    shared->file.require(direction);
+    // Reads stop at the end of the file: sizes are clamped once, in the checks, so that every
+    // path (io_uring, plain calls, the device pipeline) gives the same short count.
+    const FileEntry entry{shared.get(), direction == Direction::read ? shared->file.nbytes() : 0};
+    handles.push_back(shared);
+    files.emplace(&f, entry);
+    return entry;
+  }
+
+  /// The next slice of host entries [begin, begin + n): about 1/(2 x threads) of what is
+  /// left, at least min_slice; false when none is left.
+  bool take_slice(std::size_t& begin, std::size_t& n) noexcept
+  {
+    const std::size_t total = count + extra.size();
+    std::size_t pos         = next_host.load(std::memory_order_relaxed);
+    for (;;) {
+      if (pos >= total) { return false; }
+      const std::size_t left = total - pos;
+      std::size_t want       = std::min(left, std::max(min_slice, left / (2 * threads)));
+      if (pos < count) { want = std::min(want, count - pos); }
+      if (next_host.compare_exchange_weak(pos, pos + want, std::memory_order_relaxed)) {
+        begin = pos;
+        n     = want;
+        return true;
+      }
     }
   }
+
+  /// Moves the host entries [begin, begin + n); the bytes moved.
+  std::size_t run_slice(std::size_t begin, std::size_t n) noexcept
+  {
+    const bool in_extra         = begin >= count;
+    const std::size_t first     = in_extra ? begin - count : begin;
+    detail::UringRequest* share = in_extra ? extra.data() + first : host.get() + first;
+    auto index_of = [&](std::size_t k) { return in_extra ? items[extra_item[k]].index : k; };
+    auto file_of  = [&](std::size_t k) -> const detail::OpenFile& {
+      return in_extra ? items[extra_item[k]].handle->file : host_file[k]->file;
+    };
+    if (uring) {
+      detail::uring_io(direction, std::span<detail::UringRequest>(share, n));
+    } else {
+      for (std::size_t k = 0; k < n; ++k) {
+        auto& r = share[k];
+        if (r.size == 0) { continue; }
+        try {
+          r.done = detail::posix_host_io(
+            direction, file_of(first + k), r.buf, r.size, r.offset, direct_io);
+        } catch (...) {
+          error.record(index_of(first + k), std::current_exception());
+        }
+      }
+    }
+    std::size_t moved = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      moved += share[k].done;
+      if (share[k].error != 0) {
+        error.record(index_of(first + k), request_error(direction, share[k]));
+      }
+    }
+    return moved;
+  }
+
   void run() noexcept
   {
-    // Slices of host requests, each on this thread's own ring (or plain calls): one atomic
-    // step per slice, not per request, and the bytes summed locally.
-    const std::size_t chunks = (host.size() + chunk - 1) / chunk;
-    std::size_t moved        = 0;
-    for (std::size_t c = next_chunk++; c < chunks; c = next_chunk++) {
-      const std::size_t begin = c * chunk;
-      const std::size_t n     = std::min(chunk, host.size() - begin);
-      std::span<detail::UringRequest> share(host.data() + begin, n);
-      if (uring) {
-        detail::uring_io(direction, share);
-        for (std::size_t k = begin; k < begin + n; ++k) {
-          moved += host[k].done;
-          if (host[k].error) { fail(host_index[k], host[k].error); }
-        }
-        continue;
-      }
-      for (std::size_t k = begin; k < begin + n; ++k) {
-        const auto& r = host[k];
-        try {
-          moved += detail::posix_host_io(
-            direction, items[host_index[k]].handle->file, r.buf, r.size, r.offset, direct_io);
-        } catch (...) {
-          fail(host_index[k], std::current_exception());
-        }
-      }
+    std::size_t moved = 0;
+    std::size_t begin = 0;
+    std::size_t n     = 0;
+    while (host_requests > 0 && take_slice(begin, n)) {
+      moved += run_slice(begin, n);
     }
     for (std::size_t i = next_item++; i < pool_pieces.size(); i = next_item++) {
       const auto& piece = pool_pieces[i];
@@ -143,7 +241,7 @@ struct BatchState {
                                           piece.size,
                                           it.offset + piece.buf_offset);
       } catch (...) {
-        fail(piece.item, std::current_exception());
+        error.record(it.index, std::current_exception());
       }
     }
     bytes += moved;
@@ -151,8 +249,8 @@ struct BatchState {
   }
   void finish()
   {
-    if (error) {
-      promise.set_exception(error);
+    if (error.get()) {
+      promise.set_exception(error.get());
     } else {
       promise.set_value(bytes.load());
     }
@@ -170,81 +268,146 @@ bool use_uring()
   return detail::uring_available();
 }
 
-/// The pointer attributes of every request (get_pointer_info, one driver call or more each).
-/// With a CUDA driver and a large batch the lookups are spread over the pool in blocks, the
-/// caller taking blocks too and waiting only for blocks that a pool thread took: so the call
-/// still checks every request before any IO starts, and never waits on a busy pool for a block
-/// nobody took. Within a block, a request inside the device allocation of the one before
-/// reuses its attributes. A lookup that throws is kept (lowest index) in the state.
+/// The check phase: every request checked and sorted into the host entries or the items, in
+/// blocks that the caller takes and, for a large batch, the pool's threads too. The caller
+/// waits only for blocks that a pool thread took, so it never waits on a busy pool for a
+/// block nobody took. A block stops at its first bad request; the lowest-numbered one of all
+/// is reported.
 ///
-/// The driver serialises pointer queries on a lock of its own (~0.7 us each on an H200), so
-/// spreading them over the pool does not make 20000 of them cheap (issue 14). A large batch
-/// with a driver therefore reads the process's mappings once and takes a buffer lying inside
+/// Pointer attributes: without a CUDA driver every buffer is host memory. With one, a buffer
+/// inside the host mapping or the device allocation of the request before reuses that
+/// answer. The driver serialises pointer queries on a lock of its own (~0.7 us each on an
+/// H200), so a large batch reads the process's mappings once and takes a buffer lying inside
 /// one plain read-write mapping as host memory without a query (detail::HostMappings says why
 /// device memory is never there); only the rest is looked up. Pinned or managed memory taken
 /// so is plain process memory too, and every host-accessible kind goes the same host path.
-struct PointerPass {
+struct CheckPass {
   static constexpr std::size_t block = 256;
   // From this many requests the mappings are read. The text costs ~0.35 us a line to read
   // (2039 lines: 0.7 ms, measured on the 2-core build machine) and a process using CUDA has
   // some hundreds of lines, while a host buffer's query costs ~0.7 us under the driver's lock:
   // below this many requests the queries cost about what the reading would.
   static constexpr std::size_t mappings_from = 512;
+  // From this many requests the pool's threads help with the checks.
+  static constexpr std::size_t parallel_from = 4 * block;
   std::shared_ptr<BatchState> state;
-  std::size_t blocks;
+  bool driver;
   detail::HostMappings mappings;  // empty: every buffer is looked up
+  std::size_t blocks;
+  std::vector<std::vector<Item>> block_items;  // the items of each block, in order
+  std::vector<std::size_t> block_host;         // the host entries with bytes, per block
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> finished{0};
+  FirstError error;
 
-  PointerPass(std::shared_ptr<BatchState> s, std::size_t n, detail::HostMappings m)
-    : state(std::move(s)), blocks((n + block - 1) / block), mappings(std::move(m))
+  CheckPass(std::shared_ptr<BatchState> s, bool d, detail::HostMappings m)
+    : state(std::move(s)),
+      driver(d),
+      mappings(std::move(m)),
+      blocks((state->count + block - 1) / block),
+      block_items(blocks),
+      block_host(blocks, 0)
   {
+  }
+
+  /// Checks request i and files it under `b`'s host entries or items; `cache` carries what
+  /// the requests before it in the block found out.
+  struct Cache {
+    const FileHandle* file{nullptr};
+    FileEntry entry{};
+    const std::pair<std::uintptr_t, std::uintptr_t>* host_range{nullptr};
+    detail::PointerInfo device;  // kind HOST: none yet
+  };
+  void check(std::size_t b, std::size_t i, Cache& cache)
+  {
+    auto& st              = *state;
+    const FileIORequest r = st.request(i);
+    if (r.file == nullptr) { throw std::invalid_argument(std::string(st.op) + ": null file"); }
+    if (r.file != cache.file) {
+      cache.entry = st.file_entry(*r.file);
+      cache.file  = r.file;
+    }
+    const auto& file       = cache.entry.handle->file;
+    constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
+    if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
+      throw std::overflow_error("file offset " + std::to_string(r.file_offset) + " plus size " +
+                                std::to_string(r.size) +
+                                " overflows the largest file offset for '" + r.file->path() + "'");
+    }
+    std::size_t size = r.size;
+    if (st.direction == Direction::read && size > 0) {
+      const std::size_t end = cache.entry.size;
+      size                  = r.file_offset >= end ? 0 : std::min(size, end - r.file_offset);
+    }
+    auto* buf       = static_cast<char*>(r.buf);
+    st.host[i]      = {file.fd(), buf, 0, r.file_offset, &file.path(), 0, 0};
+    st.host_file[i] = cache.entry.handle;
+    if (r.size == 0) { return; }
+    detail::PointerInfo info;  // host memory unless the driver says otherwise
+    const auto p     = reinterpret_cast<std::uintptr_t>(buf);
+    const auto* host = cache.host_range;
+    const auto& dev  = cache.device;
+    if (!driver) {
+      // host memory
+    } else if (host != nullptr && p >= host->first && p < host->second &&
+               r.size <= host->second - p) {
+      // inside the host mapping of a request before
+    } else if (dev.kind == detail::MemoryKind::DEVICE && p >= dev.base &&
+               p - dev.base < dev.alloc_size) {
+      info = dev;  // the same live allocation: the same attributes
+    } else if (const auto* range = mappings.find(buf, r.size); range != nullptr) {
+      cache.host_range = range;
+    } else {
+      info = detail::get_pointer_info(buf);
+      if (!info.host_accessible()) { cache.device = info; }
+    }
+    if (!info.host_accessible()) {
+      const auto end = info.base + info.alloc_size;
+      if (p < info.base || p > end || r.size > end - p) {
+        // The message is built only where the check fails (thousands fit).
+        detail::check_device_range(info,
+                                   buf,
+                                   r.size,
+                                   std::string(st.op) + " of '" + file.path() +
+                                     "' at file offset " + std::to_string(r.file_offset));
+      }
+    }
+    if (size == 0) { return; }
+    if (info.host_accessible() && size <= st.task_size) {
+      st.host[i].size = size;
+      ++block_host[b];
+      return;
+    }
+    block_items[b].push_back({i, cache.entry.handle, info, buf, size, r.file_offset});
   }
 
   void work() noexcept
   {
-    auto& items = state->items;
     for (std::size_t b = next++; b < blocks; b = next++) {
-      detail::PointerInfo last;
-      for (std::size_t i = b * block; i < std::min(items.size(), (b + 1) * block); ++i) {
-        auto& it = items[i];
-        if (it.asked == 0) { continue; }
-        const auto p = reinterpret_cast<std::uintptr_t>(it.buf);
-        if (last.kind == detail::MemoryKind::DEVICE && p >= last.base &&
-            p - last.base < last.alloc_size) {
-          it.info = last;  // the same live allocation: the same attributes
-          continue;
-        }
-        if (mappings.contains(it.buf, it.asked)) {
-          it.info = detail::PointerInfo{};  // plain host memory
-          continue;
-        }
+      Cache cache;
+      for (std::size_t i = b * block; i < std::min(state->count, (b + 1) * block); ++i) {
         try {
-          it.info = detail::get_pointer_info(it.buf);
-          last    = it.info;
+          with_index(i, [&] { check(b, i, cache); });
         } catch (...) {
-          std::lock_guard lock(state->error_mutex);
-          if (i < state->info_error_index) {
-            state->info_error_index = i;
-            state->info_error       = std::current_exception();
-          }
+          error.record(i, std::current_exception());
+          break;
         }
       }
       if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) { finished.notify_all(); }
     }
   }
 
-  static void run(const std::shared_ptr<BatchState>& state, bool parallel)
+  /// Runs the checks; throws the lowest-numbered bad request's error.
+  static std::shared_ptr<CheckPass> run(const std::shared_ptr<BatchState>& state)
   {
-    const std::size_t n = state->items.size();
+    const std::size_t n = state->count;
     const bool driver   = detail::CudaAPI::instance().available();
-    const bool use_maps = parallel && driver && n >= mappings_from;
-    auto pass           = std::make_shared<PointerPass>(
-      state, n, use_maps ? detail::HostMappings::read_self() : detail::HostMappings{});
+    auto pass           = std::make_shared<CheckPass>(
+      state,
+      driver,
+      driver && n >= mappings_from ? detail::HostMappings::read_self() : detail::HostMappings{});
     auto& pool                = defaults::thread_pool();
-    const std::size_t helpers = parallel && n >= 4 * block && driver
-                                  ? std::min<std::size_t>(pool.get_thread_count(), pass->blocks - 1)
-                                  : 0;
+    const std::size_t helpers = n >= parallel_from ? std::min(state->threads, pass->blocks - 1) : 0;
     for (std::size_t h = 0; h < helpers; ++h) {
       try {
         pool.detach_task([pass]() noexcept { pass->work(); });
@@ -257,128 +420,68 @@ struct PointerPass {
          f             = pass->finished.load(std::memory_order_acquire)) {
       pass->finished.wait(f, std::memory_order_acquire);
     }
+    if (pass->error.get()) { std::rethrow_exception(pass->error.get()); }
+    return pass;
   }
 };
 
-/// The checks and set-up of a batch run on the calling thread, serially, so they cost little
-/// per request: each file is looked up, checked and measured once (not once per request), and
-/// a request inside the device allocation of the one before reuses its pointer attributes.
-/// `request(i)` gives (FileHandle*, buf, size, file_offset) of request i.
-template <typename Request>
-std::future<std::size_t> run_batch(Direction direction, std::size_t count, Request request)
+/// Checks every request (the caller's vectors are read only here), then starts the IO on the
+/// pool; the future gives the bytes moved or the lowest-numbered request's error.
+std::future<std::size_t> run_batch(std::shared_ptr<BatchState> state)
 {
-  const char* op   = direction == Direction::read ? "pread_batch" : "pwrite_batch";
-  auto state       = std::make_shared<BatchState>();
-  state->direction = direction;
-  state->uring     = use_uring();
-  state->direct_io = direction == Direction::read ? defaults::auto_direct_io_read()
-                                                  : defaults::auto_direct_io_write();
-  state->items.reserve(count);
-  const FileHandle* last_file = nullptr;
-  detail::OpenHandle* handle  = nullptr;
-  std::size_t file_size       = 0;  // of `handle`, for reads
-  std::unordered_map<const FileHandle*, std::pair<detail::OpenHandle*, std::size_t>> files;
-  // The checks that need no driver, request by request; the first failure stops them (its
-  // error is raised after the pointer checks of the requests before it, so the lowest-numbered
-  // bad request is the one reported).
-  std::exception_ptr bad;
-  for (std::size_t i = 0; i < count && !bad; ++i) {
-    const FileIORequest r = request(i);
-    try {
-      with_index(i, [&] {
-        if (r.file == nullptr) { throw std::invalid_argument(std::string(op) + ": null file"); }
-        if (r.file != last_file) {
-          auto known = files.find(r.file);
-          if (known == files.end()) {
-            const auto& shared = detail::FileHandleAccess::state(*r.file);
-            if (!shared) {
-              throw std::invalid_argument("IO on closed file '" + r.file->path() + "'");
-            }
-            shared->file.require(direction);
-            // Reads stop at the end of the file: sizes are clamped once here, so that every
-            // path (io_uring, plain calls, the device pipeline) gives the same short count.
-            const std::size_t n = direction == Direction::read ? shared->file.nbytes() : 0;
-            state->handles.push_back(shared);
-            known = files.emplace(r.file, std::make_pair(shared.get(), n)).first;
-          }
-          last_file = r.file;
-          handle    = known->second.first;
-          file_size = known->second.second;
-        }
-        constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
-        if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
-          throw std::overflow_error("file offset " + std::to_string(r.file_offset) + " plus size " +
-                                    std::to_string(r.size) +
-                                    " overflows the largest file offset for '" + r.file->path() +
-                                    "'");
-        }
-        std::size_t size = r.size;
-        if (direction == Direction::read && size > 0) {
-          size = r.file_offset >= file_size ? 0 : std::min(size, file_size - r.file_offset);
-        }
-        state->items.push_back(
-          {handle, detail::PointerInfo{}, static_cast<char*>(r.buf), size, r.file_offset, r.size});
-      });
-    } catch (...) {
-      bad = std::current_exception();
-    }
-  }
-  PointerPass::run(state, !bad);
-  for (std::size_t i = 0; i < state->items.size(); ++i) {
-    auto& it = state->items[i];
-    with_index(i, [&] {
-      if (i == state->info_error_index) { std::rethrow_exception(state->info_error); }
-      const auto p   = reinterpret_cast<std::uintptr_t>(it.buf);
-      const auto end = it.info.base + it.info.alloc_size;
-      const bool fits =
-        it.info.host_accessible() || (p >= it.info.base && p <= end && it.asked <= end - p);
-      if (!fits) {  // the message is built only where the check fails (thousands fit)
-        detail::check_device_range(it.info,
-                                   it.buf,
-                                   it.asked,
-                                   std::string(op) + " of '" + it.handle->file.path() +
-                                     "' at file offset " + std::to_string(it.offset));
-      }
-    });
-  }
-  if (bad) { std::rethrow_exception(bad); }
+  auto& st     = *state;
+  auto& pool   = defaults::thread_pool();
+  st.op        = st.direction == Direction::read ? "pread_batch" : "pwrite_batch";
+  st.uring     = use_uring();
+  st.direct_io = st.direction == Direction::read ? defaults::auto_direct_io_read()
+                                                 : defaults::auto_direct_io_write();
   // A request larger than task_size is cut into task_size pieces, as pread() cuts it, so that
   // one large request among small ones does not leave the other threads idle.
-  const std::size_t task_size = std::max<std::size_t>(defaults::task_size(), 4096);
-  state->host.reserve(state->items.size());
-  state->host_index.reserve(state->items.size());
-  for (std::size_t i = 0; i < state->items.size(); ++i) {
-    auto& it = state->items[i];
-    for (std::size_t done = 0; done < it.size; done += task_size) {
-      const std::size_t n = std::min(task_size, it.size - done);
+  st.task_size = std::max<std::size_t>(defaults::task_size(), 4096);
+  st.threads   = std::max<std::size_t>(1, pool.get_thread_count());
+  // Filled by the checks, every entry (no value-initialisation here: that alone cost a
+  // serial pass over a large batch).
+  st.host          = std::make_unique_for_overwrite<detail::UringRequest[]>(st.count);
+  st.host_file     = std::make_unique_for_overwrite<detail::OpenHandle*[]>(st.count);
+  const auto pass  = CheckPass::run(state);
+  st.requests      = nullptr;
+  st.file_requests = nullptr;
+
+  for (std::size_t b = 0; b < pass->blocks; ++b) {
+    st.host_requests += pass->block_host[b];
+    for (auto& it : pass->block_items[b]) {
+      st.items.push_back(it);
+    }
+  }
+  for (std::size_t i = 0; i < st.items.size(); ++i) {
+    const auto& it = st.items[i];
+    for (std::size_t done = 0; done < it.size; done += st.task_size) {
+      const std::size_t n = std::min(st.task_size, it.size - done);
       if (it.info.host_accessible()) {
-        state->host.push_back(
-          {it.handle->file.fd(), it.buf + done, n, it.offset + done, &it.handle->file.path()});
-        state->host_index.push_back(i);
+        const auto& file = it.handle->file;
+        st.extra.push_back({file.fd(), it.buf + done, n, it.offset + done, &file.path(), 0, 0});
+        st.extra_item.push_back(i);
+        ++st.host_requests;
       } else {
-        state->pool_pieces.push_back({i, done, n});
+        st.pool_pieces.push_back({i, done, n});
       }
     }
   }
-  auto& pool                = defaults::thread_pool();
-  const std::size_t threads = pool.get_thread_count();
-  // The host requests in slices, a few per thread: each slice one pass through a ring (deep
-  // queues, a few system calls) or a run of plain calls; a few per thread rather than one so
-  // that a thread that got slow requests does not hold the whole batch up.
-  const std::size_t slices = threads == 1 ? 1 : threads * 4;
-  state->chunk             = std::max<std::size_t>(16, (state->host.size() + slices - 1) / slices);
-  const std::size_t host_jobs = (state->host.size() + state->chunk - 1) / state->chunk;
-  const std::size_t jobs      = std::min(threads, std::max(host_jobs, state->pool_pieces.size()));
+  // The smallest slice: a pass through a ring (a few system calls for deep queues), or a
+  // short run of plain calls.
+  st.min_slice                = st.uring ? 8 : 2;
+  const std::size_t host_jobs = (st.host_requests + st.min_slice - 1) / st.min_slice;
+  const std::size_t jobs      = std::min(st.threads, std::max(host_jobs, st.pool_pieces.size()));
   if (jobs == 0) { return detail::ready_future(0); }
-  state->remaining_jobs = jobs;
-  auto future           = state->promise.get_future();
+  st.remaining_jobs = jobs;
+  auto future       = st.promise.get_future();
   for (std::size_t j = 0; j < jobs; ++j) {
     try {
       pool.detach_task([state]() noexcept { state->run(); });
     } catch (...) {
       // As in parallel_io: the queued jobs take every request between them.
       if (j == 0) { throw; }
-      if (state->remaining_jobs.fetch_sub(jobs - j) == jobs - j) { state->finish(); }
+      if (st.remaining_jobs.fetch_sub(jobs - j) == jobs - j) { st.finish(); }
       break;
     }
   }
@@ -387,17 +490,23 @@ std::future<std::size_t> run_batch(Direction direction, std::size_t count, Reque
 
 std::future<std::size_t> run_batch(Direction direction, const std::vector<FileIORequest>& requests)
 {
-  return run_batch(direction, requests.size(), [&](std::size_t i) { return requests[i]; });
+  auto state       = std::make_shared<BatchState>();
+  state->direction = direction;
+  state->requests  = requests.data();
+  state->count     = requests.size();
+  return run_batch(std::move(state));
 }
 
 std::future<std::size_t> run_batch(Direction direction,
                                    FileHandle* file,
                                    const std::vector<IORequest>& requests)
 {
-  return run_batch(direction, requests.size(), [&](std::size_t i) {
-    const auto& r = requests[i];
-    return FileIORequest{file, r.buf, r.size, r.file_offset};
-  });
+  auto state           = std::make_shared<BatchState>();
+  state->direction     = direction;
+  state->file          = file;
+  state->file_requests = requests.data();
+  state->count         = requests.size();
+  return run_batch(std::move(state));
 }
 
 }  // namespace

@@ -20,13 +20,6 @@
 namespace kvikio::detail {
 namespace {
 
-std::exception_ptr os_error(Direction direction, const UringRequest& r, int err)
-{
-  const char* op = direction == Direction::read ? "read of " : "write of ";
-  return std::make_exception_ptr(GenericSystemError(
-    err, std::string(op) + file_range_text(*r.path, r.offset, r.size) + " failed"));
-}
-
 /// The fallback: one system call (or more for short transfers) per request.
 void plain_io(Direction direction, UringRequest& r) noexcept
 {
@@ -37,12 +30,12 @@ void plain_io(Direction direction, UringRequest& r) noexcept
                         : ::pwrite(r.fd, r.buf + r.done, r.size - r.done, off);
     if (n < 0) {
       if (errno == EINTR) { continue; }
-      r.error = os_error(direction, r, errno);
+      r.error = errno;
       return;
     }
     if (n == 0) {
       // A write that stores nothing would loop forever: report it as a full device would.
-      if (direction == Direction::write) { r.error = os_error(direction, r, EIO); }
+      if (direction == Direction::write) { r.error = EIO; }
       return;  // a read at the end of the file: a short count
     }
     r.done += static_cast<std::size_t>(n);
@@ -88,7 +81,20 @@ const Probe& probe()
 struct ThreadRing {
   io_uring ring{};
   bool ok{false};
-  ThreadRing() { ok = io_uring_queue_init(ring_entries, &ring, 0) == 0; }
+  ThreadRing()
+  {
+    // Only this thread submits to its ring and reaps it, so completions may wait for its next
+    // io_uring_enter instead of interrupting it (Linux 6.1; 5.19 for COOP_TASKRUN alone);
+    // older kernels refuse the flags, and the ring is set up without them.
+    for (unsigned flags : {IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+                           unsigned{IORING_SETUP_COOP_TASKRUN},
+                           0U}) {
+      if (io_uring_queue_init(ring_entries, &ring, flags) == 0) {
+        ok = true;
+        return;
+      }
+    }
+  }
   ~ThreadRing()
   {
     if (ok) { io_uring_queue_exit(&ring); }
@@ -147,9 +153,9 @@ void ring_io(io_uring& ring, Direction direction, std::span<UringRequest> reques
       if (res == -EINTR || res == -EAGAIN) {
         pending.push_back(static_cast<std::size_t>(io_uring_cqe_get_data64(cqe)));
       } else if (res < 0) {
-        r.error = os_error(direction, r, -res);
+        r.error = -res;
       } else if (res == 0) {
-        if (direction == Direction::write) { r.error = os_error(direction, r, EIO); }
+        if (direction == Direction::write) { r.error = EIO; }
         // a read at the end of the file: a short count
       } else {
         r.done += static_cast<std::size_t>(res);
@@ -168,6 +174,13 @@ void ring_io(io_uring& ring, Direction direction, std::span<UringRequest> reques
 #endif
 
 }  // namespace
+
+std::exception_ptr request_error(Direction direction, const UringRequest& r)
+{
+  const char* op = direction == Direction::read ? "read of " : "write of ";
+  return std::make_exception_ptr(GenericSystemError(
+    r.error, std::string(op) + file_range_text(*r.path, r.offset, r.size) + " failed"));
+}
 
 bool uring_available() noexcept
 {

@@ -191,14 +191,15 @@ HostMappings HostMappings::read_self()
   return parse(text);
 }
 
-bool HostMappings::contains(const void* ptr, std::size_t size) const noexcept
+const std::pair<std::uintptr_t, std::uintptr_t>* HostMappings::find(const void* ptr,
+                                                                    std::size_t size) const noexcept
 {
   const auto p = reinterpret_cast<std::uintptr_t>(ptr);
   auto it      = std::upper_bound(
     ranges_.begin(), ranges_.end(), p, [](std::uintptr_t v, const auto& r) { return v < r.first; });
-  if (it == ranges_.begin()) { return false; }
+  if (it == ranges_.begin()) { return nullptr; }
   --it;
-  return p < it->second && size <= it->second - p;
+  return p < it->second && size <= it->second - p ? &*it : nullptr;
 }
 
 void check_device_range(const PointerInfo& info,

@@ -42,7 +42,14 @@ class HostMappings {
   /// This process's mappings now; empty when /proc/self/maps cannot be read.
   static HostMappings read_self();
   /// True when [ptr, ptr + size) lies inside one range (for size 0: when ptr does).
-  [[nodiscard]] bool contains(const void* ptr, std::size_t size) const noexcept;
+  [[nodiscard]] bool contains(const void* ptr, std::size_t size) const noexcept
+  {
+    return find(ptr, size) != nullptr;
+  }
+  /// The range holding [ptr, ptr + size), or null (a caller may keep it to test the next
+  /// buffer against it first).
+  [[nodiscard]] const std::pair<std::uintptr_t, std::uintptr_t>* find(
+    const void* ptr, std::size_t size) const noexcept;
   /// The ranges [start, end), sorted.
   [[nodiscard]] const std::vector<std::pair<std::uintptr_t, std::uintptr_t>>& ranges()
     const noexcept
