@@ -2,7 +2,9 @@
 // (io_uring, skipped visibly where the kernel forbids it, and the thread pool) (issue 14).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -394,6 +396,49 @@ TEST(HostMappings, FindsThisProcessHeapStackAndMappings)
   EXPECT_TRUE(maps.contains(static_cast<char*>(two) + page, page));
   EXPECT_FALSE(maps.contains(two, 2 * page));
   EXPECT_FALSE(maps.contains(none, 1));
+  ::munmap(two, 2 * page);
+  ::munmap(none, page);
+}
+
+// The same answers one buffer at a time from the kernel (PROCMAP_QUERY, Linux 6.11): every
+// range of the text list is found whole from any address inside it, and what the text leaves
+// out (an inaccessible reservation, a device file, a buffer across two mappings) is not.
+TEST(MappingQuery, AgreesWithTheTextListOfThisProcess)
+{
+  const kvikio::detail::MappingQuery query;
+  if (!query.available()) { GTEST_SKIP() << "this kernel has no PROCMAP_QUERY (Linux < 6.11)"; }
+  std::vector<char> heap(3 << 20, 'x');
+  const std::size_t page = 4096;
+  void* two = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(two, MAP_FAILED);
+  ASSERT_EQ(::madvise(static_cast<char*>(two) + page, page, MADV_DONTFORK), 0);
+  void* none = ::mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(none, MAP_FAILED);
+  const int zero_fd = ::open("/dev/zero", O_RDWR);
+  ASSERT_GE(zero_fd, 0);
+  void* dev = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED, zero_fd, 0);
+  ASSERT_NE(dev, MAP_FAILED);
+  const auto maps = kvikio::detail::HostMappings::read_self();
+  ASSERT_FALSE(maps.ranges().empty());
+  // The heap may have grown since the list was read (reading it allocates): a range is found
+  // from its start, and is at least as long.
+  using R = std::pair<std::uintptr_t, std::uintptr_t>;
+  for (const auto& [start, end] : maps.ranges()) {
+    const auto* first = reinterpret_cast<const void*>(start);
+    const R got       = query.find(first, end - start);
+    EXPECT_EQ(got.first, start) << std::hex << start;
+    EXPECT_GE(got.second, end) << std::hex << start;
+    EXPECT_EQ(query.find(reinterpret_cast<const void*>(got.second - 1), 1), got);
+    EXPECT_EQ(query.find(first, got.second - start + 1), R(0, 0));
+  }
+  EXPECT_NE(query.find(heap.data(), heap.size()), R(0, 0));
+  EXPECT_NE(query.find(two, page), R(0, 0));
+  EXPECT_EQ(query.find(two, 2 * page), R(0, 0));
+  EXPECT_EQ(query.find(none, 1), R(0, 0));
+  EXPECT_EQ(query.find(dev, 8), R(0, 0));  // /dev/zero: a device file
+  EXPECT_FALSE(maps.contains(dev, 8));
+  ::munmap(dev, page);
+  ::close(zero_fd);
   ::munmap(two, 2 * page);
   ::munmap(none, page);
 }

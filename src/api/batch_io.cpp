@@ -277,22 +277,26 @@ bool use_uring()
 /// Pointer attributes: without a CUDA driver every buffer is host memory. With one, a buffer
 /// inside the host mapping or the device allocation of the request before reuses that
 /// answer. The driver serialises pointer queries on a lock of its own (~0.7 us each on an
-/// H200), so a large batch reads the process's mappings once and takes a buffer lying inside
-/// one plain read-write mapping as host memory without a query (detail::HostMappings says why
-/// device memory is never there); only the rest is looked up. Pinned or managed memory taken
-/// so is plain process memory too, and every host-accessible kind goes the same host path.
+/// H200), so a buffer lying inside one plain read-write mapping of the process is taken as
+/// host memory without a query (detail::HostMappings says why device memory is never there);
+/// only the rest is looked up. The mapping comes from the kernel one buffer at a time where
+/// it can answer so (detail::MappingQuery), else a large batch reads the whole list once.
+/// Pinned or managed memory taken so is plain process memory too, and every host-accessible
+/// kind goes the same host path.
 struct CheckPass {
   static constexpr std::size_t block = 256;
-  // From this many requests the mappings are read. The text costs ~0.35 us a line to read
-  // (2039 lines: 0.7 ms, measured on the 2-core build machine) and a process using CUDA has
-  // some hundreds of lines, while a host buffer's query costs ~0.7 us under the driver's lock:
-  // below this many requests the queries cost about what the reading would.
+  // From this many requests the whole list of mappings is read, where the kernel cannot be
+  // asked for one. The text costs ~0.35 us a line to read (2039 lines: 0.7 ms, measured on
+  // the 2-core build machine) and a process using CUDA has hundreds to thousands of lines,
+  // while a host buffer's query costs ~0.7 us under the driver's lock: below this many
+  // requests the queries cost about what the reading would.
   static constexpr std::size_t mappings_from = 512;
   // From this many requests the pool's threads help with the checks.
   static constexpr std::size_t parallel_from = 4 * block;
   std::shared_ptr<BatchState> state;
   bool driver;
-  detail::HostMappings mappings;  // empty: every buffer is looked up
+  const detail::MappingQuery* query;  // null, or one that is available
+  detail::HostMappings mappings;      // used without a query; empty: every buffer is looked up
   std::size_t blocks;
   std::vector<std::vector<Item>> block_items;  // the items of each block, in order
   std::vector<std::size_t> block_host;         // the host entries with bytes, per block
@@ -300,9 +304,13 @@ struct CheckPass {
   std::atomic<std::size_t> finished{0};
   FirstError error;
 
-  CheckPass(std::shared_ptr<BatchState> s, bool d, detail::HostMappings m)
+  CheckPass(std::shared_ptr<BatchState> s,
+            bool d,
+            const detail::MappingQuery* q,
+            detail::HostMappings m)
     : state(std::move(s)),
       driver(d),
+      query(q),
       mappings(std::move(m)),
       blocks((state->count + block - 1) / block),
       block_items(blocks),
@@ -315,9 +323,18 @@ struct CheckPass {
   struct Cache {
     const FileHandle* file{nullptr};
     FileEntry entry{};
-    const std::pair<std::uintptr_t, std::uintptr_t>* host_range{nullptr};
-    detail::PointerInfo device;  // kind HOST: none yet
+    std::pair<std::uintptr_t, std::uintptr_t> host_range{0, 0};  // {0, 0}: none yet
+    detail::PointerInfo device;                                  // kind HOST: none yet
   };
+  /// The plain read-write mapping holding the buffer; {0, 0} when none is known.
+  [[nodiscard]] std::pair<std::uintptr_t, std::uintptr_t> host_mapping(const void* buf,
+                                                                       std::size_t size) const
+  {
+    if (query != nullptr) { return query->find(buf, size); }
+    const auto* range = mappings.find(buf, size);
+    return range != nullptr ? *range : std::pair<std::uintptr_t, std::uintptr_t>{0, 0};
+  }
+
   void check(std::size_t b, std::size_t i, Cache& cache)
   {
     auto& st              = *state;
@@ -345,17 +362,16 @@ struct CheckPass {
     if (r.size == 0) { return; }
     detail::PointerInfo info;  // host memory unless the driver says otherwise
     const auto p     = reinterpret_cast<std::uintptr_t>(buf);
-    const auto* host = cache.host_range;
+    const auto& host = cache.host_range;
     const auto& dev  = cache.device;
     if (!driver) {
       // host memory
-    } else if (host != nullptr && p >= host->first && p < host->second &&
-               r.size <= host->second - p) {
+    } else if (p >= host.first && p < host.second && r.size <= host.second - p) {
       // inside the host mapping of a request before
     } else if (dev.kind == detail::MemoryKind::DEVICE && p >= dev.base &&
                p - dev.base < dev.alloc_size) {
       info = dev;  // the same live allocation: the same attributes
-    } else if (const auto* range = mappings.find(buf, r.size); range != nullptr) {
+    } else if (const auto range = host_mapping(buf, r.size); range.second != 0) {
       cache.host_range = range;
     } else {
       info = detail::get_pointer_info(buf);
@@ -402,10 +418,15 @@ struct CheckPass {
   {
     const std::size_t n = state->count;
     const bool driver   = detail::CudaAPI::instance().available();
-    auto pass           = std::make_shared<CheckPass>(
-      state,
-      driver,
-      driver && n >= mappings_from ? detail::HostMappings::read_self() : detail::HostMappings{});
+    // Asked once per process: whether the kernel answers; the descriptor stays open.
+    static const detail::MappingQuery mapping_query;
+    const auto* query         = driver && mapping_query.available() ? &mapping_query : nullptr;
+    auto pass                 = std::make_shared<CheckPass>(state,
+                                            driver,
+                                            query,
+                                            driver && query == nullptr && n >= mappings_from
+                                                              ? detail::HostMappings::read_self()
+                                                              : detail::HostMappings{});
     auto& pool                = defaults::thread_pool();
     const std::size_t helpers = n >= parallel_from ? std::min(state->threads, pass->blocks - 1) : 0;
     for (std::size_t h = 0; h < helpers; ++h) {

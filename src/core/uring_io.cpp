@@ -2,6 +2,7 @@
 // plain pread(2)/pwrite(2) loop and uring_available() says why.
 #include "core/uring_io.hpp"
 
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -116,12 +117,36 @@ void prep(io_uring_sqe* sqe, Direction direction, UringRequest& r, std::size_t i
   io_uring_sqe_set_data64(sqe, index);
 }
 
+/// Reads what the page cache holds of `requests` on this thread (preadv2 with RWF_NOWAIT: the
+/// kernel refuses rather than waits for the disk); the rest stays for the ring. A cached read
+/// costs one system call either way, and the ring's own path costs more per request than a
+/// plain read (H200, 4 KiB hot reads on 16 threads: io_uring 0.83x, plain calls 0.92x of a
+/// pread loop; issue 14). Uncached reads pay one refused call each, little beside the disk.
+void read_cached(std::span<UringRequest> requests) noexcept
+{
+#ifdef RWF_NOWAIT
+  for (auto& r : requests) {
+    if (r.done >= r.size) { continue; }
+    iovec iov{r.buf + r.done, r.size - r.done};
+    const ssize_t n = ::preadv2(r.fd, &iov, 1, static_cast<off_t>(r.offset + r.done), RWF_NOWAIT);
+    if (n > 0) {
+      r.done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      return;  // no RWF_NOWAIT here (old kernel, file system): the ring takes every request
+    }
+  }
+#else
+  (void)requests;
+#endif
+}
+
 void ring_io(io_uring& ring, Direction direction, std::span<UringRequest> requests) noexcept
 {
+  if (direction == Direction::read) { read_cached(requests); }
   std::vector<std::size_t> pending;  // requests (indices) to (re)submit, consumed from the back
   pending.reserve(requests.size());
   for (std::size_t i = requests.size(); i-- > 0;) {
-    if (requests[i].size > 0) { pending.push_back(i); }
+    if (requests[i].done < requests[i].size) { pending.push_back(i); }
   }
   std::size_t inflight = 0;
   while (!pending.empty() || inflight > 0) {

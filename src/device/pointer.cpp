@@ -1,6 +1,7 @@
 #include "device/pointer.hpp"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -200,6 +201,84 @@ const std::pair<std::uintptr_t, std::uintptr_t>* HostMappings::find(const void* 
   if (it == ranges_.begin()) { return nullptr; }
   --it;
   return p < it->second && size <= it->second - p ? &*it : nullptr;
+}
+
+namespace {
+
+// PROCMAP_QUERY's interface (include/uapi/linux/fs.h, Linux 6.11), declared here because the
+// build machines' kernel headers may predate it; the kernel checks `size` against its own.
+struct ProcmapQuery {
+  std::uint64_t size;
+  std::uint64_t query_flags;
+  std::uint64_t query_addr;
+  std::uint64_t vma_start;
+  std::uint64_t vma_end;
+  std::uint64_t vma_flags;
+  std::uint64_t vma_page_size;
+  std::uint64_t vma_offset;
+  std::uint64_t inode;
+  std::uint32_t dev_major;
+  std::uint32_t dev_minor;
+  std::uint32_t vma_name_size;
+  std::uint32_t build_id_size;
+  std::uint64_t vma_name_addr;
+  std::uint64_t build_id_addr;
+};
+static_assert(sizeof(ProcmapQuery) == 104);
+constexpr unsigned long procmap_query_request = _IOWR('f', 17, ProcmapQuery);
+constexpr std::uint64_t vma_readable          = 0x01;
+constexpr std::uint64_t vma_writable          = 0x02;
+
+/// Asks for the mapping holding `addr`, its name into `name`; false when there is none or the
+/// ioctl failed.
+bool query_mapping(int fd, std::uintptr_t addr, ProcmapQuery& q, std::array<char, 256>& name)
+{
+  q               = ProcmapQuery{};
+  q.size          = sizeof q;
+  q.query_addr    = addr;
+  q.vma_name_size = static_cast<std::uint32_t>(name.size());
+  q.vma_name_addr = reinterpret_cast<std::uintptr_t>(name.data());
+  return ::ioctl(fd, procmap_query_request, &q) == 0;
+}
+
+}  // namespace
+
+MappingQuery::MappingQuery()
+{
+  const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) { return; }
+  // Probe with an address that is surely mapped: this object's own.
+  ProcmapQuery q{};
+  std::array<char, 256> name{};
+  if (query_mapping(fd, reinterpret_cast<std::uintptr_t>(&q), q, name)) {
+    fd_ = fd;
+  } else {
+    ::close(fd);
+  }
+}
+
+MappingQuery::~MappingQuery()
+{
+  if (fd_ >= 0) { ::close(fd_); }
+}
+
+std::pair<std::uintptr_t, std::uintptr_t> MappingQuery::find(const void* ptr,
+                                                             std::size_t size) const noexcept
+{
+  if (fd_ < 0) { return {0, 0}; }
+  ProcmapQuery q{};
+  std::array<char, 256> name{};  // a longer name fails the ioctl: the buffer is looked up
+  const auto p = reinterpret_cast<std::uintptr_t>(ptr);
+  if (!query_mapping(fd_, p, q, name)) { return {0, 0}; }
+  // The rules of HostMappings::parse: readable and writable, and not a device file or an
+  // anon_inode object (where the driver maps pinned, managed and device memory).
+  const std::string_view path(name.data(), q.vma_name_size > 0 ? q.vma_name_size - 1 : 0);
+  if ((q.vma_flags & (vma_readable | vma_writable)) != (vma_readable | vma_writable) ||
+      path.starts_with("/dev/") || path.starts_with("anon_inode:") || p < q.vma_start ||
+      p >= q.vma_end || size > q.vma_end - p) {
+    return {0, 0};
+  }
+  return {q.vma_start, q.vma_end};
 }
 
 void check_device_range(const PointerInfo& info,
