@@ -23,6 +23,7 @@
 #include "core/parallel_io.hpp"
 #include "core/posix_io.hpp"
 #include "core/uring_io.hpp"
+#include "device/device_batch.hpp"
 #include "device/pointer.hpp"
 #include "shim/cuda_api.hpp"
 
@@ -73,6 +74,14 @@ struct Piece {
   std::size_t size;
 };
 
+/// pool_pieces[begin, end), one job's share: a group staged through one pinned buffer
+/// (detail::device_batch_io), or one piece alone through detail::batch_move_piece.
+struct PoolGroup {
+  std::size_t begin;
+  std::size_t end;
+  bool staged;
+};
+
 /// Every request of the batch and its results; shared by the jobs on the pool.
 struct BatchState {
   Direction direction;
@@ -82,8 +91,9 @@ struct BatchState {
   std::vector<Item> items;
   std::vector<detail::UringRequest> host;  // host requests, in slices of `chunk`
   std::vector<std::size_t> host_index;     // host[k] is a piece of items[host_index[k]]
-  std::vector<Piece> pool_pieces;          // device pieces, run one by one on the pool
-  std::size_t chunk{1};                    // host requests per slice
+  std::vector<Piece> pool_pieces;          // device pieces, run in pool_groups on the pool
+  std::vector<PoolGroup> pool_groups;
+  std::size_t chunk{1};  // host requests per slice
   std::atomic<std::size_t> next_chunk{0};
   std::atomic<std::size_t> next_item{0};
   std::atomic<std::size_t> remaining_jobs{0};
@@ -132,8 +142,28 @@ struct BatchState {
         }
       }
     }
-    for (std::size_t i = next_item++; i < pool_pieces.size(); i = next_item++) {
-      const auto& piece = pool_pieces[i];
+    std::vector<detail::DeviceBatchPiece> staged;
+    const detail::DeviceBatchFail report = [this](std::size_t i, std::exception_ptr e) {
+      fail(i, std::move(e));
+    };
+    for (std::size_t g = next_item++; g < pool_groups.size(); g = next_item++) {
+      const auto& group = pool_groups[g];
+      if (group.staged) {
+        staged.clear();
+        for (std::size_t k = group.begin; k < group.end; ++k) {
+          const auto& piece = pool_pieces[k];
+          const auto& it    = items[piece.item];
+          staged.push_back({&it.handle->file,
+                            it.info.context,
+                            it.buf + piece.buf_offset,
+                            piece.size,
+                            it.offset + piece.buf_offset,
+                            piece.item});
+        }
+        moved += detail::device_batch_io(direction, staged, uring, direct_io, report);
+        continue;
+      }
+      const auto& piece = pool_pieces[group.begin];
       const auto& it    = items[piece.item];
       try {
         moved += detail::batch_move_piece(direction,
@@ -148,6 +178,44 @@ struct BatchState {
     }
     bytes += moved;
     if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
+  }
+  /// Splits pool_pieces into pool_groups. Small pieces of files without cuFile (the POSIX
+  /// path move_piece takes) are staged in groups of one context, sized to give each of
+  /// `threads` a few groups (as the host slices are) but never more than a pinned buffer
+  /// holds: one synchronisation per group instead of one copy call per piece (issue 14). The
+  /// rest (cuFile, large pieces) run one by one as before.
+  void group_pool_pieces(std::size_t threads)
+  {
+    auto stageable = [&](const Piece& p) {
+      return !items[p.item].handle->cufile && p.size <= detail::device_batch_piece_max;
+    };
+    std::size_t staged_bytes = 0;
+    for (const auto& p : pool_pieces) {
+      if (stageable(p)) { staged_bytes += p.size; }
+    }
+    constexpr std::size_t min_group = 64 * 1024;  // 16 pieces of 4 KiB
+    const std::size_t shares        = threads <= 1 ? 1 : threads * 4;
+    const std::size_t target =
+      std::min(std::max(staged_bytes / shares, min_group), defaults::bounce_buffer_size());
+    pool_groups.reserve(pool_pieces.size());
+    for (std::size_t i = 0; i < pool_pieces.size();) {
+      if (!stageable(pool_pieces[i])) {
+        pool_groups.push_back({i, i + 1, false});
+        ++i;
+        continue;
+      }
+      const CUcontext ctx = items[pool_pieces[i].item].info.context;
+      std::size_t end     = i + 1;
+      std::size_t filled  = pool_pieces[i].size;
+      while (end < pool_pieces.size() && stageable(pool_pieces[end]) &&
+             items[pool_pieces[end].item].info.context == ctx &&
+             pool_pieces[end].size <= target - std::min(target, filled)) {
+        filled += pool_pieces[end].size;
+        ++end;
+      }
+      pool_groups.push_back({i, end, true});
+      i = end;
+    }
   }
   void finish()
   {
@@ -362,13 +430,14 @@ std::future<std::size_t> run_batch(Direction direction, std::size_t count, Reque
   }
   auto& pool                = defaults::thread_pool();
   const std::size_t threads = pool.get_thread_count();
+  state->group_pool_pieces(threads);
   // The host requests in slices, a few per thread: each slice one pass through a ring (deep
   // queues, a few system calls) or a run of plain calls; a few per thread rather than one so
   // that a thread that got slow requests does not hold the whole batch up.
   const std::size_t slices = threads == 1 ? 1 : threads * 4;
   state->chunk             = std::max<std::size_t>(16, (state->host.size() + slices - 1) / slices);
   const std::size_t host_jobs = (state->host.size() + state->chunk - 1) / state->chunk;
-  const std::size_t jobs      = std::min(threads, std::max(host_jobs, state->pool_pieces.size()));
+  const std::size_t jobs      = std::min(threads, std::max(host_jobs, state->pool_groups.size()));
   if (jobs == 0) { return detail::ready_future(0); }
   state->remaining_jobs = jobs;
   auto future           = state->promise.get_future();
