@@ -1336,3 +1336,38 @@ TEST_F(DeviceIO, GroupedDeviceBatchOfSmallReadsBeatsOneAtATime)
     one_s / batch_s);
   if (!kvikio::test::using_standin()) { EXPECT_LT(batch_s, one_s); }
 }
+
+// Pieces of a file that registered with cuFile stay on cuFile, one call each: only the POSIX
+// path is staged in groups.
+TEST_F(DeviceIO, DeviceBatchOnACufileFileStaysOnCufile)
+{
+  if (auto why = kvikio::test::cufile_unusable_reason(dir.file("probe.bin")); !why.empty()) {
+    GTEST_SKIP() << "cuFile path not usable here: " << why;
+  }
+  const char* lib = std::getenv("KVIKIO_LIBCUFILE_PATH");
+  void* handle    = lib != nullptr ? ::dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  auto calls =
+    handle != nullptr
+      ? reinterpret_cast<std::size_t (*)()>(::dlsym(handle, "kvikio_standin_cufile_io_calls"))
+      : nullptr;
+  if (calls == nullptr) { GTEST_SKIP() << "counting cuFile calls needs the stand-in libcufile"; }
+  const std::size_t n = 64 * KiB;
+  auto path           = make_file(n, 19);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::OFF);
+  DeviceBuffer dev(n);
+  std::vector<kvikio::IORequest> reads;
+  for (std::size_t i = 0; i < 8; ++i) {
+    reads.push_back({static_cast<char*>(dev.data()) + i * 4096, 4096, (7 - i) * 4096});
+  }
+  const auto before = calls();
+  EXPECT_EQ(f.pread_batch(reads).get(), 8 * 4096U);
+  EXPECT_EQ(calls(), before + 8);
+  const auto got  = to_host(dev, 8 * 4096);
+  const auto data = random_bytes(n, 19);
+  for (std::size_t i = 0; i < 8; ++i) {
+    ASSERT_TRUE(std::equal(got.begin() + static_cast<long>(i * 4096),
+                           got.begin() + static_cast<long>((i + 1) * 4096),
+                           data.begin() + static_cast<long>((7 - i) * 4096)))
+      << i;
+  }
+}
