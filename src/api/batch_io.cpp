@@ -92,8 +92,8 @@ struct BatchState {
   std::vector<detail::UringRequest> host;  // host requests, in slices of `chunk`
   std::vector<std::size_t> host_index;     // host[k] is a piece of items[host_index[k]]
   std::vector<Piece> pool_pieces;          // device pieces, run in pool_groups on the pool
-  std::vector<PoolGroup> pool_groups;
-  std::size_t chunk{1};  // host requests per slice
+  std::vector<PoolGroup> pool_groups;      // what the jobs take, one by one
+  std::size_t chunk{1};                    // host requests per slice
   std::atomic<std::size_t> next_chunk{0};
   std::atomic<std::size_t> next_item{0};
   std::atomic<std::size_t> remaining_jobs{0};
@@ -197,7 +197,6 @@ struct BatchState {
     const std::size_t shares        = threads <= 1 ? 1 : threads * 4;
     const std::size_t target =
       std::min(std::max(staged_bytes / shares, min_group), defaults::bounce_buffer_size());
-    pool_groups.reserve(pool_pieces.size());
     for (std::size_t i = 0; i < pool_pieces.size();) {
       if (!stageable(pool_pieces[i])) {
         pool_groups.push_back({i, i + 1, false});
