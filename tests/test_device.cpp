@@ -1371,3 +1371,37 @@ TEST_F(DeviceIO, DeviceBatchOnACufileFileStaysOnCufile)
       << i;
   }
 }
+
+// A group holds one context: pieces for two devices, in runs of three, each run a group of its
+// own (made current on the pool thread), byte for byte.
+TEST_F(DeviceIO, DeviceBatchAcrossTwoDevicesGroupsByContext)
+{
+  if (kvikio::device_count() < 2) { GTEST_SKIP() << "needs 2 devices"; }
+  kvikio::defaults::set_num_threads(1);
+  const auto data = random_bytes(512 * KiB, 49);
+  auto path       = dir.file("two.bin");
+  write_file(path, data);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  const std::size_t io = 1000;
+  DeviceBuffer d0(12 * io, 0);
+  DeviceBuffer d1(12 * io, 1);
+  std::vector<kvikio::IORequest> reads;
+  for (std::size_t i = 0; i < 24; ++i) {
+    auto& d = i / 3 % 2 == 0 ? d0 : d1;
+    reads.push_back({static_cast<char*>(d.data()) + (i / 6 * 3 + i % 3) * io, io, i * 9001});
+  }
+  CopyCounters c;
+  EXPECT_EQ(f.pread_batch(reads).get(), 24 * io);
+  if (c.counting()) {
+    EXPECT_EQ(c.syncs(), 8U);
+    EXPECT_EQ(c.async(), 8U);
+  }
+  const auto got0 = to_host(d0, 12 * io);
+  const auto got1 = to_host(d1, 12 * io);
+  for (std::size_t i = 0; i < 24; ++i) {
+    const auto& got = i / 3 % 2 == 0 ? got0 : got1;
+    const auto at   = got.begin() + static_cast<long>((i / 6 * 3 + i % 3) * io);
+    const auto from = data.begin() + static_cast<long>(i * 9001);
+    ASSERT_TRUE(std::equal(from, from + static_cast<long>(io), at)) << i;
+  }
+}
