@@ -1127,11 +1127,14 @@ TEST_F(DeviceIO, DeviceBatchOfOddPiecesIsByteExact)
   const auto data = random_bytes(1 * MiB + 17, 43);
   auto path       = dir.file("odd.bin");
   write_file(path, data);
-  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
-  for (const char* backend : {"thread_pool", "auto"}) {
+  // "direct": the thread pool with Direct IO for reads (pieces land at unaligned places).
+  for (const std::string backend : {"thread_pool", "auto", "direct"}) {
+    kvikio::defaults::set_auto_direct_io_read(backend == "direct");
+    FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
     for (std::size_t bounce : {std::size_t{16 * MiB}, std::size_t{16 * KiB}}) {
-      SCOPED_TRACE(std::string(backend) + " bounce " + std::to_string(bounce));
-      kvikio::defaults::set("batch_backend", std::string(backend));
+      SCOPED_TRACE(backend + " bounce " + std::to_string(bounce));
+      kvikio::defaults::set("batch_backend",
+                            backend == "direct" ? std::string("thread_pool") : backend);
       kvikio::defaults::set_bounce_buffer_size(bounce);
       kvikio::defaults::set_num_threads(3);
       std::mt19937 rng(7);
