@@ -30,6 +30,7 @@
 #include "core/parallel_io.hpp"
 #include "core/posix_io.hpp"
 #include "core/uring_io.hpp"
+#include "device/device_batch.hpp"
 #include "device/pointer.hpp"
 #include "shim/cuda_api.hpp"
 
@@ -102,6 +103,14 @@ struct Piece {
   std::size_t size;
 };
 
+/// pool_pieces[begin, end), one job's share: a group staged through one pinned buffer
+/// (detail::device_batch_io), or one piece alone through detail::batch_move_piece.
+struct PoolGroup {
+  std::size_t begin;
+  std::size_t end;
+  bool staged;
+};
+
 /// A file of the batch, looked up and checked once.
 struct FileEntry {
   detail::OpenHandle* handle;
@@ -136,7 +145,8 @@ struct BatchState {
   std::vector<std::size_t> extra_item;  // extra[k] is a piece of items[extra_item[k]]
   std::size_t host_requests{0};         // entries of host and extra with bytes to move
   std::vector<Item> items;
-  std::vector<Piece> pool_pieces;  // device pieces, run one by one on the pool
+  std::vector<Piece> pool_pieces;      // device pieces, run in pool_groups on the pool
+  std::vector<PoolGroup> pool_groups;  // what the jobs take, one by one
   std::size_t min_slice{1};
   std::atomic<std::size_t> next_host{0};  // the slice cursor over host, then extra
   std::atomic<std::size_t> next_item{0};
@@ -230,8 +240,28 @@ struct BatchState {
     while (host_requests > 0 && take_slice(begin, n)) {
       moved += run_slice(begin, n);
     }
-    for (std::size_t i = next_item++; i < pool_pieces.size(); i = next_item++) {
-      const auto& piece = pool_pieces[i];
+    std::vector<detail::DeviceBatchPiece> staged;
+    const detail::DeviceBatchFail report = [this](std::size_t i, std::exception_ptr e) {
+      error.record(i, std::move(e));
+    };
+    for (std::size_t g = next_item++; g < pool_groups.size(); g = next_item++) {
+      const auto& group = pool_groups[g];
+      if (group.staged) {
+        staged.clear();
+        for (std::size_t k = group.begin; k < group.end; ++k) {
+          const auto& piece = pool_pieces[k];
+          const auto& it    = items[piece.item];
+          staged.push_back({&it.handle->file,
+                            it.info.context,
+                            it.buf + piece.buf_offset,
+                            piece.size,
+                            it.offset + piece.buf_offset,
+                            it.index});
+        }
+        moved += detail::device_batch_io(direction, staged, uring, direct_io, report);
+        continue;
+      }
+      const auto& piece = pool_pieces[group.begin];
       const auto& it    = items[piece.item];
       try {
         moved += detail::batch_move_piece(direction,
@@ -246,6 +276,43 @@ struct BatchState {
     }
     bytes += moved;
     if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
+  }
+  /// Splits pool_pieces into pool_groups. Small pieces of files without cuFile (the POSIX
+  /// path move_piece takes) are staged in groups of one context, sized to give each of the
+  /// threads a few groups (as the host slices are) but never more than a pinned buffer
+  /// holds: one synchronisation per group instead of one copy call per piece (issue 14). The
+  /// rest (cuFile, large pieces) run one by one as before.
+  void group_pool_pieces()
+  {
+    auto stageable = [&](const Piece& p) {
+      return !items[p.item].handle->cufile && p.size <= detail::device_batch_piece_max;
+    };
+    std::size_t staged_bytes = 0;
+    for (const auto& p : pool_pieces) {
+      if (stageable(p)) { staged_bytes += p.size; }
+    }
+    constexpr std::size_t min_group = 64 * 1024;  // 16 pieces of 4 KiB
+    const std::size_t shares        = threads <= 1 ? 1 : threads * 4;
+    const std::size_t target =
+      std::min(std::max(staged_bytes / shares, min_group), defaults::bounce_buffer_size());
+    for (std::size_t i = 0; i < pool_pieces.size();) {
+      if (!stageable(pool_pieces[i])) {
+        pool_groups.push_back({i, i + 1, false});
+        ++i;
+        continue;
+      }
+      const CUcontext ctx = items[pool_pieces[i].item].info.context;
+      std::size_t end     = i + 1;
+      std::size_t filled  = pool_pieces[i].size;
+      while (end < pool_pieces.size() && stageable(pool_pieces[end]) &&
+             items[pool_pieces[end].item].info.context == ctx &&
+             pool_pieces[end].size <= target - std::min(target, filled)) {
+        filled += pool_pieces[end].size;
+        ++end;
+      }
+      pool_groups.push_back({i, end, true});
+      i = end;
+    }
   }
   void finish()
   {
@@ -488,11 +555,12 @@ std::future<std::size_t> run_batch(std::shared_ptr<BatchState> state)
       }
     }
   }
+  st.group_pool_pieces();
   // The smallest slice: a pass through a ring (a few system calls for deep queues), or a
   // short run of plain calls.
   st.min_slice                = st.uring ? 8 : 2;
   const std::size_t host_jobs = (st.host_requests + st.min_slice - 1) / st.min_slice;
-  const std::size_t jobs      = std::min(st.threads, std::max(host_jobs, st.pool_pieces.size()));
+  const std::size_t jobs      = std::min(st.threads, std::max(host_jobs, st.pool_groups.size()));
   if (jobs == 0) { return detail::ready_future(0); }
   st.remaining_jobs = jobs;
   auto future       = st.promise.get_future();

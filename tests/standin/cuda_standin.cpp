@@ -77,6 +77,8 @@ struct State {
   std::size_t pageable_async_copies{0};
   std::size_t async_copies{0};
   std::size_t pointer_queries{0};  // cuPointerGetAttribute calls
+  std::size_t sync_copies{0};      // cuMemcpyHtoD and cuMemcpyDtoH calls
+  std::size_t stream_syncs{0};     // cuStreamSynchronize calls
   bool initialised{false};
   // fault injection: fail the nth next call of `fail_fn` with `fail_code`
   std::string fail_fn;
@@ -333,6 +335,18 @@ __attribute__((visibility("default"))) std::size_t kvikio_standin_pointer_querie
   std::lock_guard lock(st().mutex);
   return st().pointer_queries;
 }
+/// How many synchronous copies (cuMemcpyHtoD, cuMemcpyDtoH) were made so far.
+__attribute__((visibility("default"))) std::size_t kvikio_standin_sync_copies()
+{
+  std::lock_guard lock(st().mutex);
+  return st().sync_copies;
+}
+/// How many cuStreamSynchronize calls were made so far.
+__attribute__((visibility("default"))) std::size_t kvikio_standin_stream_syncs()
+{
+  std::lock_guard lock(st().mutex);
+  return st().stream_syncs;
+}
 /// For the cuFile stand-in: the host bytes behind device range [ptr, ptr + n) after the
 /// current context's default-stream work ran, or null when the range is not inside one
 /// allocation; *ctx_ok says whether the allocation belongs to the current context.
@@ -541,6 +555,10 @@ CUresult cuMemFreeHost(void* p) { return release(reinterpret_cast<std::uintptr_t
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t n)
 {
   STANDIN_INJECT("cuMemcpyHtoD");
+  {
+    std::lock_guard lock(st().mutex);
+    ++st().sync_copies;
+  }
   auto* ctx = current();
   if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
   char* d = device_bytes(dst, n);
@@ -561,6 +579,10 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t n)
 
 CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, std::size_t n)
 {
+  {
+    std::lock_guard lock(st().mutex);
+    ++st().sync_copies;
+  }
   auto* ctx = current();
   if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
   char* s = device_bytes(src, n);
@@ -621,6 +643,10 @@ CUresult cuStreamDestroy_v2(CUstream stream)
 CUresult cuStreamSynchronize(CUstream stream)
 {
   STANDIN_INJECT("cuStreamSynchronize");
+  {
+    std::lock_guard lock(st().mutex);
+    ++st().stream_syncs;
+  }
   if (stream != nullptr) {
     flush(reinterpret_cast<Stream*>(stream));
     return CUDA_SUCCESS;
