@@ -1009,6 +1009,38 @@ struct CopyCounters {
 
 }  // namespace
 
+// Pieces in two allocations that touch (as a caching allocator such as CuPy's hands them out)
+// are adjacent in device memory and in the pinned buffer, but one copy may not span two
+// allocations: each gets its own (the H200 answered CUDA_ERROR_INVALID_VALUE to a merged one).
+TEST_F(DeviceIO, GroupedDeviceBatchDoesNotMergeCopiesAcrossAllocations)
+{
+  using Toggle        = void (*)(int);
+  const auto touching = kvikio::test::standin_fn<Toggle>("kvikio_standin_touching_allocations");
+  kvikio::defaults::set_num_threads(1);  // one group
+  const auto data = random_bytes(3 * 4096 + 11, 43);
+  auto path       = dir.file("touching.bin");
+  write_file(path, data);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  if (touching != nullptr) { touching(1); }
+  DeviceBuffer a(4096);
+  DeviceBuffer b(2 * 4096 + 11);
+  if (touching != nullptr) {
+    touching(0);
+    ASSERT_EQ(static_cast<char*>(b.data()), static_cast<char*>(a.data()) + 4096);
+  }
+  CopyCounters c;
+  EXPECT_EQ(f.pread_batch({{a.data(), 4096, 0}, {b.data(), 2 * 4096 + 11, 4096}}).get(),
+            data.size());
+  if (c.counting()) {
+    EXPECT_EQ(c.async(), 2U);
+    EXPECT_EQ(c.syncs(), 1U);
+  }
+  const auto got_a = to_host(a, 4096);
+  const auto got_b = to_host(b, 2 * 4096 + 11);
+  EXPECT_TRUE(std::equal(got_a.begin(), got_a.end(), data.begin()));
+  EXPECT_TRUE(std::equal(got_b.begin(), got_b.end(), data.begin() + 4096));
+}
+
 // One pool thread: the whole batch is one group, so 64 reads of 4 KiB into one array make one
 // copy and one synchronisation (64 synchronous copies before), scattered destinations one copy
 // each but still one synchronisation, and the writes the mirror. With 4 threads a batch of

@@ -253,6 +253,7 @@ struct BatchState {
           const auto& it    = items[piece.item];
           staged.push_back({&it.handle->file,
                             it.info.context,
+                            it.info.base,
                             it.buf + piece.buf_offset,
                             piece.size,
                             it.offset + piece.buf_offset,

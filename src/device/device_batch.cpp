@@ -1,9 +1,9 @@
 // Device-memory batch pieces staged in groups (see device_batch.hpp for why). Per group: the
 // file transfers run first (reads) or last (writes) against consecutive places of one pinned
 // buffer; the copies between that buffer and device memory are merged into runs (a run: pieces
-// adjacent both in device memory and in the buffer) and queued on this thread's stream; one
-// cuStreamSynchronize waits for them all. The buffer goes back to the pool only after that
-// synchronisation, even when a copy failed, so no queued copy touches a buffer in other use.
+// of one allocation, adjacent both in device memory and in the buffer) and queued on this thread's
+// stream; one cuStreamSynchronize waits for them all. The buffer goes back to the pool only after
+// that synchronisation, even when a copy failed, so no queued copy touches a buffer in other use.
 #include "device/device_batch.hpp"
 
 #include <algorithm>
@@ -115,11 +115,14 @@ void device_copies(Direction direction,
       ++k;
       continue;
     }
-    // The run [k, end): each next piece starts where the one before ended, on both sides.
+    // The run [k, end): each next piece starts where the one before ended, on both sides,
+    // in the same allocation (one copy may not span two, even where they touch: the driver
+    // answers CUDA_ERROR_INVALID_VALUE; seen with CuPy's pool on the H200).
     std::size_t end   = k + 1;
     std::size_t bytes = length(k);
     while (end < group.size() && !slots[end].failed && length(end) > 0 &&
-           group[end].buf == group[k].buf + bytes && slots[end].place == slots[k].place + bytes) {
+           group[end].alloc == group[k].alloc && group[end].buf == group[k].buf + bytes &&
+           slots[end].place == slots[k].place + bytes) {
       bytes += length(end);
       ++end;
     }

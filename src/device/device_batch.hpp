@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <cstdint>
 #include <span>
 
 namespace kvikio::detail {
@@ -19,10 +20,12 @@ enum class Direction;
 class OpenFile;
 
 /// One piece of a device-memory batch request: `size` bytes at `offset` of `file` to or from
-/// device memory `buf`, owned by context `ctx`. `index` is the request's index in the batch.
+/// device memory `buf`, owned by context `ctx`, inside the allocation starting at `alloc`.
+/// `index` is the request's index in the batch.
 struct DeviceBatchPiece {
   const OpenFile* file;
   CUcontext ctx;
+  std::uintptr_t alloc;
   char* buf;
   std::size_t size;
   std::size_t offset;

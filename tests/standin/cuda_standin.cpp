@@ -76,9 +76,10 @@ struct State {
   std::size_t peak_pinned_bytes{0};
   std::size_t pageable_async_copies{0};
   std::size_t async_copies{0};
-  std::size_t pointer_queries{0};  // cuPointerGetAttribute calls
-  std::size_t sync_copies{0};      // cuMemcpyHtoD and cuMemcpyDtoH calls
-  std::size_t stream_syncs{0};     // cuStreamSynchronize calls
+  std::size_t pointer_queries{0};    // cuPointerGetAttribute calls
+  std::size_t sync_copies{0};        // cuMemcpyHtoD and cuMemcpyDtoH calls
+  bool touching_allocations{false};  // device allocations without a gap between them
+  std::size_t stream_syncs{0};       // cuStreamSynchronize calls
   bool initialised{false};
   // fault injection: fail the nth next call of `fail_fn` with `fail_code`
   std::string fail_fn;
@@ -271,9 +272,10 @@ CUresult alloc(CUdeviceptr* dptr, std::size_t n, Kind kind)
   if (kind == Kind::DEVICE) {
     a.backing = static_cast<char*>(std::malloc(n == 0 ? 1 : n));
     if (a.backing == nullptr) { return CUDA_ERROR_OUT_OF_MEMORY; }
-    // 512-byte aligned, with a gap so that neighbouring allocations never touch.
+    // 512-byte aligned, with a gap so that neighbouring allocations never touch (unless a
+    // test asks for touching ones, as a caching allocator hands out).
     a.base = s.next[ctx->device];
-    s.next[ctx->device] += (n + 4096 + 511) / 512 * 512;
+    s.next[ctx->device] += (n + (s.touching_allocations ? 0 : 4096) + 511) / 512 * 512;
   } else {
     void* p = nullptr;
     if (posix_memalign(&p, 4096, n == 0 ? 1 : n) != 0) { return CUDA_ERROR_OUT_OF_MEMORY; }
@@ -340,6 +342,13 @@ __attribute__((visibility("default"))) std::size_t kvikio_standin_sync_copies()
 {
   std::lock_guard lock(st().mutex);
   return st().sync_copies;
+}
+/// Whether the next device allocations follow each other without a gap (a copy still may
+/// not span two of them).
+__attribute__((visibility("default"))) void kvikio_standin_touching_allocations(int on)
+{
+  std::lock_guard lock(st().mutex);
+  st().touching_allocations = on != 0;
 }
 /// How many cuStreamSynchronize calls were made so far.
 __attribute__((visibility("default"))) std::size_t kvikio_standin_stream_syncs()
