@@ -217,8 +217,11 @@ udev_fix
 timeout 30 "$KVIKIO" bench --pattern open --size 64KiB --io-size 64KiB >> "$OUT/bench_open.txt" 2>> "$OUT/bench.err"
 fi
 
-if stage bench; then
+# The Python layer's cost per small call (also in the stage "random").
+if stage bench || stage random; then
 timeout 60 python3 -m kvikio.benchmarks.overhead > "$OUT/overhead.txt" 2>> "$OUT/bench.err"
+fi
+if stage bench; then
 timeout 120 python3 -m kvikio.benchmarks.s3_upload --size 512MiB --threads 16 --repetitions 2 \
   > "$OUT/s3_upload.txt" 2>> "$OUT/bench.err"
 timeout 90 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.zarr_io --size 2GiB --chunk 64MiB \
