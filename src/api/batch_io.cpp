@@ -393,6 +393,9 @@ struct CheckPass {
     FileEntry entry{};
     std::pair<std::uintptr_t, std::uintptr_t> host_range{0, 0};  // {0, 0}: none yet
     detail::PointerInfo device;                                  // kind HOST: none yet
+    // The block's host entries with bytes, stored into block_host once at the end of the
+    // block: the counters of neighbouring blocks share cache lines.
+    std::size_t host_entries{0};
   };
   /// The plain read-write mapping holding the buffer; {0, 0} when none is known.
   [[nodiscard]] std::pair<std::uintptr_t, std::uintptr_t> host_mapping(const void* buf,
@@ -459,7 +462,7 @@ struct CheckPass {
     if (size == 0) { return; }
     if (info.host_accessible() && size <= st.task_size) {
       st.host[i].size = size;
-      ++block_host[b];
+      ++cache.host_entries;
       return;
     }
     block_items[b].push_back({i, cache.entry.handle, info, buf, size, r.file_offset});
@@ -477,6 +480,7 @@ struct CheckPass {
           break;
         }
       }
+      block_host[b] = cache.host_entries;
       if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) { finished.notify_all(); }
     }
   }
