@@ -448,6 +448,43 @@ TEST_F(DeviceIO, ManagedAndPinnedMemoryTakeTheHostPath)
   EXPECT_TRUE(std::equal(expected.begin(), expected.end(), static_cast<char*>(pinned.data())));
 }
 
+// Issue 14: a small read from the page cache is tried into the buffer before the driver is
+// asked what the buffer is: a host buffer then costs no pointer query, while a device buffer
+// (inaccessible to the CPU: the kernel refuses the copy) still goes the device path, byte
+// exact, through read() and pread() alike; so does an uncached or Direct IO read.
+TEST_F(DeviceIO, SmallCachedHostReadsAskTheDriverNothingAndDeviceReadsStillLand)
+{
+  const std::size_t n = 300 * KiB;
+  auto path           = make_file(n, 23);
+  const auto data     = random_bytes(n, 23);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  auto queries = kvikio::test::standin_fn<std::size_t (*)()>("kvikio_standin_pointer_queries");
+  std::vector<char> host(64 * KiB);
+  EXPECT_EQ(f.read(host.data(), 4096, 0, 0), 4096U);  // the file is now cached
+  for (std::size_t size : {std::size_t{1}, std::size_t{4096}, std::size_t{5000}, 64 * KiB}) {
+    SCOPED_TRACE(size);
+    const std::size_t off = (size * 13 + 3) % (n - size);
+    std::fill(host.begin(), host.end(), 'x');
+    const std::size_t before = queries != nullptr ? queries() : 0;
+    EXPECT_EQ(f.read(host.data(), size, off, 0), size);
+    EXPECT_EQ(f.pread(host.data() + 1, size - 1, off + 1).get(), size - 1);
+    if (queries != nullptr) { EXPECT_EQ(queries() - before, 0U); }
+    EXPECT_TRUE(std::equal(
+      host.begin(), host.begin() + static_cast<long>(size), data.begin() + static_cast<long>(off)));
+    DeviceBuffer dev(size);
+    EXPECT_EQ(f.read(dev.data(), size, off, 0), size);
+    auto got = to_host(dev, size);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin() + static_cast<long>(off)));
+    dev.copy_from_host(std::vector<char>(size, 0).data(), size);
+    EXPECT_EQ(f.pread(dev.data(), size, off).get(), size);
+    got = to_host(dev, size);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin() + static_cast<long>(off)));
+  }
+  // A device buffer one byte short is still refused, naming the request.
+  DeviceBuffer small(4096);
+  EXPECT_THROW(f.read(small.data(), 4097, 0, 0), std::out_of_range);
+}
+
 TEST_F(DeviceIO, SmallDeviceRequestsBelowGdsThresholdCompleteSynchronously)
 {
   auto path = make_file(1000, 11);
