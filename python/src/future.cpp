@@ -21,7 +21,7 @@ IOFuture::IOFuture(std::future<std::size_t> future,
 
 IOFuture::~IOFuture()
 {
-  if (future_.valid()) {
+  if (future_.valid() && future_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
     nb::gil_scoped_release release;
     future_.wait();
   }
@@ -35,8 +35,14 @@ std::size_t IOFuture::get()
   }
   std::size_t n = 0;
   try {
-    nb::gil_scoped_release release;
-    n = future_.get();
+    // A request that finished on the calling thread (a small read from the page cache) is
+    // ready already: releasing and retaking the GIL would cost more than the read did.
+    if (future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      n = future_.get();
+    } else {
+      nb::gil_scoped_release release;
+      n = future_.get();
+    }
   } catch (...) {
     view_ = BufferView{};
     throw;

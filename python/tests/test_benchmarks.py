@@ -61,6 +61,8 @@ def test_overhead_benchmark(tmp_path):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["size"] == 4096 and out["python_us"] > 0 and out["cpp_us"] > 0
+    assert out["read_us"] > 0 and out["plain_preadv_us"] > 0
+    assert out["read_ratio"] == pytest.approx(out["read_us"] / out["plain_preadv_us"], rel=1e-2)
 
 
 def test_bench_module_plain_loop_moves_the_bytes(tmp_path):

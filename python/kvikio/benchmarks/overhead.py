@@ -3,7 +3,8 @@
 Times ``CuFile.pread(buf).get()`` of a small request (4 KiB by default, page cache hot) from
 a Python loop, and the same ``FileHandle::pread(...).get()`` from a C++ loop in the
 benchmarks' native module ``kvikio._bench`` (no Python in between). Reports both per-call
-times and their ratio; the target is a ratio of at most 1.5.
+times and their ratio; the target is a ratio of at most 1.5. Also times ``CuFile.read(buf)``
+against plain ``os.preadv`` from the same Python loop (issue 14's target: at most 2x).
 
 With ``--open-read-close``, times instead opening a small file (64 KiB by default), reading
 it whole into host memory and closing it, through ``CuFile`` and through plain ``os.open`` +
@@ -35,7 +36,8 @@ def measure(size: int, iterations: int, repetitions: int, threads: int) -> dict:
         data = np.random.default_rng(1).integers(0, 256, size=size, dtype=np.uint8)
         data.tofile(path)
         buf = np.empty(size, dtype=np.uint8)
-        py_times, cpp_times = [], []
+        py_times, cpp_times, read_times, plain_times = [], [], [], []
+        fd = os.open(path, os.O_RDONLY)
         with kvikio.defaults.set({"num_threads": threads}), kvikio.CuFile(path, "r") as f:
             for _ in range(1000):  # warm the page cache, the pool and the code paths
                 f.pread(buf).get()
@@ -47,10 +49,23 @@ def measure(size: int, iterations: int, repetitions: int, threads: int) -> dict:
                     pread(buf).get()
                 py_times.append((time.perf_counter() - t0) / iterations)
                 cpp_times.append(_bench.pread_get_loop(path, buf, size, 0, iterations) / iterations)
+                read = f.read
+                t0 = time.perf_counter()
+                for _ in range(iterations):
+                    read(buf)
+                read_times.append((time.perf_counter() - t0) / iterations)
+                preadv, bufs = os.preadv, [buf]
+                t0 = time.perf_counter()
+                for _ in range(iterations):
+                    preadv(fd, bufs, 0)
+                plain_times.append((time.perf_counter() - t0) / iterations)
+        os.close(fd)
         assert np.array_equal(buf, data)
     py, cpp = statistics.median(py_times), statistics.median(cpp_times)
+    rd, plain = statistics.median(read_times), statistics.median(plain_times)
     return {"size": size, "iterations": iterations, "repetitions": repetitions,
-            "threads": threads, "python_us": py * 1e6, "cpp_us": cpp * 1e6, "ratio": py / cpp}
+            "threads": threads, "python_us": py * 1e6, "cpp_us": cpp * 1e6, "ratio": py / cpp,
+            "read_us": rd * 1e6, "plain_preadv_us": plain * 1e6, "read_ratio": rd / plain}
 
 
 def measure_open_read_close(size: int, iterations: int, repetitions: int,
@@ -117,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  from Python: {r['python_us']:8.2f} us/call")
         print(f"  from C++:    {r['cpp_us']:8.2f} us/call")
         print(f"  ratio:       {r['ratio']:8.2f}x (target <= 1.5x)")
+        print(f"read({a.size} B) from Python, same loops:")
+        print(f"  CuFile.read: {r['read_us']:8.2f} us/call")
+        print(f"  os.preadv:   {r['plain_preadv_us']:8.2f} us/call")
+        print(f"  ratio:       {r['read_ratio']:8.2f}x (target <= 2x)")
     return 0
 
 
