@@ -192,8 +192,8 @@ if stage random; then
   run_gtest batch_device 60 test_device --gtest_filter='*Batch*'
 fi
 for mem in host device; do
-  timeout 60 "$KVIKIO" bench --pattern random --io-size 4KiB --size 1GiB --threads 16 \
-    --memory $mem --repetitions 3 > "$OUT/bench_random_$mem.txt" 2>> "$OUT/bench.err"
+  timeout 90 "$KVIKIO" bench --pattern random --io-size 4KiB --size 1GiB --threads 16 \
+    --memory $mem --repetitions 5 > "$OUT/bench_random_$mem.txt" 2>> "$OUT/bench.err"
 done
 # Remote (stage random only): 1000 random 64 KiB ranges of a 1 GiB file from a loopback nginx
 # (.gpu-deps/nginx: the Debian package's files, dpkg -x, with its libpcre2 and libcrypt in lib/;
@@ -202,9 +202,13 @@ done
 if stage random; then
   NGINX_DIR=$SRC/.gpu-deps/nginx
   if [ -x "$NGINX_DIR/usr/sbin/nginx" ]; then
-    timeout 150 env PATH="$NGINX_DIR/usr/sbin:$PATH" LD_LIBRARY_PATH="$NGINX_DIR/lib" \
-      "$KVIKIO" bench --remote local --pattern random --io-size 64KiB --size 1GiB --threads 16 \
-      --repetitions 3 > "$OUT/bench_remote_random.txt" 2>> "$OUT/bench.err"
+    # Then MULTI_POLL with one reactor per thread instead of the default one.
+    for reactors in 1 16; do
+      timeout 150 env PATH="$NGINX_DIR/usr/sbin:$PATH" LD_LIBRARY_PATH="$NGINX_DIR/lib" \
+        KVIKIO_REMOTE_IO_NUM_REACTORS=$reactors "$KVIKIO" bench --remote local --pattern random \
+        --io-size 64KiB --size 1GiB --threads 16 --repetitions 3 \
+        >> "$OUT/bench_remote_random.txt" 2>> "$OUT/bench.err"
+    done
   else
     note "remote random bench: skipped (no .gpu-deps/nginx)"
   fi
