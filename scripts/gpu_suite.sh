@@ -204,6 +204,7 @@ if stage random; then
   if [ -x "$NGINX_DIR/usr/sbin/nginx" ]; then
     # Then MULTI_POLL with one reactor per thread instead of the default one.
     for reactors in 1 16; do
+      echo "KVIKIO_REMOTE_IO_NUM_REACTORS=$reactors" >> "$OUT/bench_remote_random.txt"
       timeout 150 env PATH="$NGINX_DIR/usr/sbin:$PATH" LD_LIBRARY_PATH="$NGINX_DIR/lib" \
         KVIKIO_REMOTE_IO_NUM_REACTORS=$reactors "$KVIKIO" bench --remote local --pattern random \
         --io-size 64KiB --size 1GiB --threads 16 --repetitions 3 \
