@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -96,9 +97,9 @@ struct Item {
   std::size_t offset;
 };
 
-/// A part of items[item] run on the pool: `size` bytes from `buf_offset` into the request.
+/// A part of *item run on the pool: `size` bytes from `buf_offset` into the request.
 struct Piece {
-  std::size_t item;
+  const Item* item;
   std::size_t buf_offset;
   std::size_t size;
 };
@@ -142,9 +143,12 @@ struct BatchState {
   std::unique_ptr<detail::UringRequest[]> host;      // filled by the checks, in parallel
   std::unique_ptr<detail::OpenHandle*[]> host_file;  // the file of host[i]
   std::vector<detail::UringRequest> extra;
-  std::vector<std::size_t> extra_item;  // extra[k] is a piece of items[extra_item[k]]
+  std::vector<const Item*> extra_item;  // extra[k] is a piece of *extra_item[k]
   std::size_t host_requests{0};         // entries of host and extra with bytes to move
-  std::vector<Item> items;
+  // The requests that are not one host entry, by check block (in request order): the
+  // blocks' own vectors, kept rather than copied into one (a batch of device buffers has an
+  // item per request).
+  std::vector<std::vector<Item>> items;
   std::vector<Piece> pool_pieces;      // device pieces, run in pool_groups on the pool
   std::vector<PoolGroup> pool_groups;  // what the jobs take, one by one
   std::size_t min_slice{1};
@@ -204,9 +208,9 @@ struct BatchState {
     const bool in_extra         = begin >= count;
     const std::size_t first     = in_extra ? begin - count : begin;
     detail::UringRequest* share = in_extra ? extra.data() + first : host.get() + first;
-    auto index_of = [&](std::size_t k) { return in_extra ? items[extra_item[k]].index : k; };
+    auto index_of = [&](std::size_t k) { return in_extra ? extra_item[k]->index : k; };
     auto file_of  = [&](std::size_t k) -> const detail::OpenFile& {
-      return in_extra ? items[extra_item[k]].handle->file : host_file[k]->file;
+      return in_extra ? extra_item[k]->handle->file : host_file[k]->file;
     };
     if (uring) {
       detail::uring_io(direction, std::span<detail::UringRequest>(share, n));
@@ -250,7 +254,7 @@ struct BatchState {
         staged.clear();
         for (std::size_t k = group.begin; k < group.end; ++k) {
           const auto& piece = pool_pieces[k];
-          const auto& it    = items[piece.item];
+          const auto& it    = *piece.item;
           staged.push_back({&it.handle->file,
                             it.info.context,
                             it.info.base,
@@ -263,7 +267,7 @@ struct BatchState {
         continue;
       }
       const auto& piece = pool_pieces[group.begin];
-      const auto& it    = items[piece.item];
+      const auto& it    = *piece.item;
       try {
         moved += detail::batch_move_piece(direction,
                                           *it.handle,
@@ -286,7 +290,7 @@ struct BatchState {
   void group_pool_pieces()
   {
     auto stageable = [&](const Piece& p) {
-      return !items[p.item].handle->cufile && p.size <= detail::device_batch_piece_max;
+      return !p.item->handle->cufile && p.size <= detail::device_batch_piece_max;
     };
     std::size_t staged_bytes = 0;
     for (const auto& p : pool_pieces) {
@@ -302,11 +306,11 @@ struct BatchState {
         ++i;
         continue;
       }
-      const CUcontext ctx = items[pool_pieces[i].item].info.context;
+      const CUcontext ctx = pool_pieces[i].item->info.context;
       std::size_t end     = i + 1;
       std::size_t filled  = pool_pieces[i].size;
       while (end < pool_pieces.size() && stageable(pool_pieces[end]) &&
-             items[pool_pieces[end].item].info.context == ctx &&
+             pool_pieces[end].item->info.context == ctx &&
              pool_pieces[end].size <= target - std::min(target, filled)) {
         filled += pool_pieces[end].size;
         ++end;
@@ -465,7 +469,9 @@ struct CheckPass {
       ++cache.host_entries;
       return;
     }
-    block_items[b].push_back({i, cache.entry.handle, info, buf, size, r.file_offset});
+    auto& items = block_items[b];
+    if (items.empty()) { items.reserve(std::min(block, st.count - i)); }
+    items.push_back({i, cache.entry.handle, info, buf, size, r.file_offset});
   }
 
   void work() noexcept
@@ -492,15 +498,19 @@ struct CheckPass {
     const bool driver   = detail::CudaAPI::instance().available();
     // Asked once per process: whether the kernel answers; the descriptor stays open.
     static const detail::MappingQuery mapping_query;
-    const auto* query         = driver && mapping_query.available() ? &mapping_query : nullptr;
-    auto pass                 = std::make_shared<CheckPass>(state,
+    const auto* query = driver && mapping_query.available() ? &mapping_query : nullptr;
+    auto pass         = std::make_shared<CheckPass>(state,
                                             driver,
                                             query,
                                             driver && query == nullptr && n >= mappings_from
-                                                              ? detail::HostMappings::read_self()
-                                                              : detail::HostMappings{});
-    auto& pool                = defaults::thread_pool();
-    const std::size_t helpers = n >= parallel_from ? std::min(state->threads, pass->blocks - 1) : 0;
+                                                      ? detail::HostMappings::read_self()
+                                                      : detail::HostMappings{});
+    auto& pool        = defaults::thread_pool();
+    // The caller takes blocks too: with as many helpers as cores, one thread of the pass would
+    // wait for a core while the others wait for its block (a scheduler slice, milliseconds).
+    const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
+    const std::size_t helpers =
+      n >= parallel_from ? std::min({state->threads, cores - 1, pass->blocks - 1}) : 0;
     for (std::size_t h = 0; h < helpers; ++h) {
       try {
         pool.detach_task([pass]() noexcept { pass->work(); });
@@ -540,23 +550,25 @@ std::future<std::size_t> run_batch(std::shared_ptr<BatchState> state)
   st.requests      = nullptr;
   st.file_requests = nullptr;
 
+  st.items               = std::move(pass->block_items);
+  std::size_t item_count = 0;
   for (std::size_t b = 0; b < pass->blocks; ++b) {
     st.host_requests += pass->block_host[b];
-    for (auto& it : pass->block_items[b]) {
-      st.items.push_back(it);
-    }
+    item_count += st.items[b].size();
   }
-  for (std::size_t i = 0; i < st.items.size(); ++i) {
-    const auto& it = st.items[i];
-    for (std::size_t done = 0; done < it.size; done += st.task_size) {
-      const std::size_t n = std::min(st.task_size, it.size - done);
-      if (it.info.host_accessible()) {
-        const auto& file = it.handle->file;
-        st.extra.push_back({file.fd(), it.buf + done, n, it.offset + done, &file.path(), 0, 0});
-        st.extra_item.push_back(i);
-        ++st.host_requests;
-      } else {
-        st.pool_pieces.push_back({i, done, n});
+  st.pool_pieces.reserve(item_count);
+  for (const auto& block : st.items) {
+    for (const auto& it : block) {
+      for (std::size_t done = 0; done < it.size; done += st.task_size) {
+        const std::size_t n = std::min(st.task_size, it.size - done);
+        if (it.info.host_accessible()) {
+          const auto& file = it.handle->file;
+          st.extra.push_back({file.fd(), it.buf + done, n, it.offset + done, &file.path(), 0, 0});
+          st.extra_item.push_back(&it);
+          ++st.host_requests;
+        } else {
+          st.pool_pieces.push_back({&it, done, n});
+        }
       }
     }
   }
