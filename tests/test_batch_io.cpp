@@ -375,6 +375,25 @@ TEST(HostMappings, KeepsOnlyPlainReadWriteMappings)
   EXPECT_TRUE(kvikio::detail::HostMappings::parse("").ranges().empty());
 }
 
+/// Two mappings of this process for the mapping tests: `two`, two adjacent read-write pages
+/// that are mappings of their own (a flag of its own on the second page splits them, both
+/// rw-p), and `none`, an inaccessible page.
+struct TestMappings {
+  static constexpr std::size_t page = 4096;
+  void* two = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* none = ::mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  bool ok    = two != MAP_FAILED && none != MAP_FAILED &&
+            ::madvise(static_cast<char*>(two) + page, page, MADV_DONTFORK) == 0;
+  TestMappings()                               = default;
+  TestMappings(const TestMappings&)            = delete;
+  TestMappings& operator=(const TestMappings&) = delete;
+  ~TestMappings()
+  {
+    if (two != MAP_FAILED) { ::munmap(two, 2 * page); }
+    if (none != MAP_FAILED) { ::munmap(none, page); }
+  }
+};
+
 // This process's own mappings: the heap, an anonymous mapping and the stack are found, an
 // inaccessible reservation is not, and a buffer across two adjacent mappings is not either.
 TEST(HostMappings, FindsThisProcessHeapStackAndMappings)
@@ -382,22 +401,18 @@ TEST(HostMappings, FindsThisProcessHeapStackAndMappings)
   std::vector<char> heap(3 << 20, 'x');
   char stack[4096];
   std::memset(stack, 1, sizeof stack);
-  const std::size_t page = 4096;
-  void* two = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(two, MAP_FAILED);
-  // A flag of its own on the second page makes it a mapping of its own, rw-p as the first.
-  ASSERT_EQ(::madvise(static_cast<char*>(two) + page, page, MADV_DONTFORK), 0);
-  void* none = ::mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(none, MAP_FAILED);
-  const auto maps = kvikio::detail::HostMappings::read_self();
+  const TestMappings m;
+  ASSERT_TRUE(m.ok);
+  const std::size_t page = TestMappings::page;
+  void* two              = m.two;
+  void* none             = m.none;
+  const auto maps        = kvikio::detail::HostMappings::read_self();
   EXPECT_TRUE(maps.contains(heap.data(), heap.size()));
   EXPECT_TRUE(maps.contains(stack, sizeof stack));
   EXPECT_TRUE(maps.contains(two, page));
   EXPECT_TRUE(maps.contains(static_cast<char*>(two) + page, page));
   EXPECT_FALSE(maps.contains(two, 2 * page));
   EXPECT_FALSE(maps.contains(none, 1));
-  ::munmap(two, 2 * page);
-  ::munmap(none, page);
 }
 
 // The same answers one buffer at a time from the kernel (PROCMAP_QUERY, Linux 6.11): every
@@ -408,13 +423,12 @@ TEST(MappingQuery, AgreesWithTheTextListOfThisProcess)
   const kvikio::detail::MappingQuery query;
   if (!query.available()) { GTEST_SKIP() << "this kernel has no PROCMAP_QUERY (Linux < 6.11)"; }
   std::vector<char> heap(3 << 20, 'x');
-  const std::size_t page = 4096;
-  void* two = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(two, MAP_FAILED);
-  ASSERT_EQ(::madvise(static_cast<char*>(two) + page, page, MADV_DONTFORK), 0);
-  void* none = ::mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(none, MAP_FAILED);
-  const int zero_fd = ::open("/dev/zero", O_RDWR);
+  const TestMappings m;
+  ASSERT_TRUE(m.ok);
+  const std::size_t page = TestMappings::page;
+  void* two              = m.two;
+  void* none             = m.none;
+  const int zero_fd      = ::open("/dev/zero", O_RDWR);
   ASSERT_GE(zero_fd, 0);
   void* dev = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED, zero_fd, 0);
   ASSERT_NE(dev, MAP_FAILED);
@@ -439,8 +453,6 @@ TEST(MappingQuery, AgreesWithTheTextListOfThisProcess)
   EXPECT_FALSE(maps.contains(dev, 8));
   ::munmap(dev, page);
   ::close(zero_fd);
-  ::munmap(two, 2 * page);
-  ::munmap(none, page);
 }
 
 }  // namespace

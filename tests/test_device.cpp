@@ -762,17 +762,24 @@ TEST_F(DeviceIO, BatchThroughCufile)
   EXPECT_TRUE(std::equal(got.begin() + static_cast<long>(n), got.end(), data.begin()));
 }
 
+namespace {
+/// The stand-in libcufile's count of cuFileRead/cuFileWrite calls; null on a real libcufile.
+std::size_t (*cufile_io_calls())()
+{
+  const char* lib = std::getenv("KVIKIO_LIBCUFILE_PATH");
+  void* handle    = lib != nullptr ? ::dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  return handle != nullptr
+           ? reinterpret_cast<std::size_t (*)()>(::dlsym(handle, "kvikio_standin_cufile_io_calls"))
+           : nullptr;
+}
+}  // namespace
+
 TEST_F(DeviceIO, CufileRequestsBelowGdsThresholdGoThroughPosix)
 {
   if (auto why = kvikio::test::cufile_unusable_reason(dir.file("probe.bin")); !why.empty()) {
     GTEST_SKIP() << "cuFile path not usable here: " << why;
   }
-  const char* lib = std::getenv("KVIKIO_LIBCUFILE_PATH");
-  void* handle    = lib != nullptr ? ::dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-  auto calls =
-    handle != nullptr
-      ? reinterpret_cast<std::size_t (*)()>(::dlsym(handle, "kvikio_standin_cufile_io_calls"))
-      : nullptr;
+  const auto calls = cufile_io_calls();
   if (calls == nullptr) { GTEST_SKIP() << "counting cuFile calls needs the stand-in libcufile"; }
   const std::size_t n = 64 * KiB;
   auto path           = make_file(n, 18);
@@ -1416,12 +1423,7 @@ TEST_F(DeviceIO, DeviceBatchOnACufileFileStaysOnCufile)
   if (auto why = kvikio::test::cufile_unusable_reason(dir.file("probe.bin")); !why.empty()) {
     GTEST_SKIP() << "cuFile path not usable here: " << why;
   }
-  const char* lib = std::getenv("KVIKIO_LIBCUFILE_PATH");
-  void* handle    = lib != nullptr ? ::dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-  auto calls =
-    handle != nullptr
-      ? reinterpret_cast<std::size_t (*)()>(::dlsym(handle, "kvikio_standin_cufile_io_calls"))
-      : nullptr;
+  const auto calls = cufile_io_calls();
   if (calls == nullptr) { GTEST_SKIP() << "counting cuFile calls needs the stand-in libcufile"; }
   const std::size_t n = 64 * KiB;
   auto path           = make_file(n, 19);
