@@ -434,17 +434,45 @@ TEST(MappingQuery, AgreesWithTheTextListOfThisProcess)
   ASSERT_NE(dev, MAP_FAILED);
   const auto maps = kvikio::detail::HostMappings::read_self();
   ASSERT_FALSE(maps.ranges().empty());
-  // The heap may have grown since the list was read (reading it allocates): a range is found
-  // from its start, and is at least as long.
+  // Each range of the list is asked for whole, by its last byte, and one byte longer. Ranges
+  // that changed meanwhile (reading the list allocates; a sanitizer's runtime maps and
+  // unmaps memory of its own) are left out: only those found unchanged in the list read again
+  // after the queries are compared. Even those may have been split and joined again between
+  // the two readings (seen under TSan), so the kernel may answer with a part of a range, but
+  // never with more than the list holds: no buffer is taken for host memory that the list
+  // would not take.
   using R = std::pair<std::uintptr_t, std::uintptr_t>;
+  struct Answers {
+    R whole, last, longer;
+  };
+  std::vector<Answers> answers;
   for (const auto& [start, end] : maps.ranges()) {
     const auto* first = reinterpret_cast<const void*>(start);
-    const R got       = query.find(first, end - start);
-    EXPECT_EQ(got.first, start) << std::hex << start;
-    EXPECT_GE(got.second, end) << std::hex << start;
-    EXPECT_EQ(query.find(reinterpret_cast<const void*>(got.second - 1), 1), got);
-    EXPECT_EQ(query.find(first, got.second - start + 1), R(0, 0));
+    const R whole     = query.find(first, end - start);
+    answers.push_back({whole,
+                       query.find(reinterpret_cast<const void*>(end - 1), 1),
+                       query.find(first, std::max(whole.second, end) - start + 1)});
   }
+  const auto again     = kvikio::detail::HostMappings::read_self();
+  std::size_t compared = 0;
+  std::size_t exact    = 0;
+  for (std::size_t k = 0; k < maps.ranges().size(); ++k) {
+    const auto [start, end] = maps.ranges()[k];
+    const auto& later       = again.ranges();
+    if (std::find(later.begin(), later.end(), R(start, end)) == later.end()) { continue; }
+    ++compared;
+    const auto& a = answers[k];
+    if (a.whole == R(start, end) && a.last == R(start, end)) {
+      ++exact;
+    } else {
+      EXPECT_EQ(a.whole, R(0, 0)) << std::hex << start;
+      EXPECT_TRUE(a.last == R(0, 0) || (a.last.first >= start && a.last.second == end))
+        << std::hex << start;
+    }
+    EXPECT_EQ(a.longer, R(0, 0)) << std::hex << start;
+  }
+  EXPECT_GT(exact, compared / 2);
+  EXPECT_GT(compared, maps.ranges().size() / 2);
   EXPECT_NE(query.find(heap.data(), heap.size()), R(0, 0));
   EXPECT_NE(query.find(two, page), R(0, 0));
   EXPECT_EQ(query.find(two, 2 * page), R(0, 0));

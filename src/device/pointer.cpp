@@ -226,12 +226,14 @@ struct ProcmapQuery {
 };
 static_assert(sizeof(ProcmapQuery) == 104);
 constexpr unsigned long procmap_query_request = _IOWR('f', 17, ProcmapQuery);
-constexpr std::uint64_t vma_readable          = 0x01;
-constexpr std::uint64_t vma_writable          = 0x02;
+// Room for any path (PATH_MAX): a longer name fails the ioctl (ENAMETOOLONG).
+using MappingName                    = std::array<char, 4096>;
+constexpr std::uint64_t vma_readable = 0x01;
+constexpr std::uint64_t vma_writable = 0x02;
 
 /// Asks for the mapping holding `addr`, its name into `name`; false when there is none or the
 /// ioctl failed.
-bool query_mapping(int fd, std::uintptr_t addr, ProcmapQuery& q, std::array<char, 256>& name)
+bool query_mapping(int fd, std::uintptr_t addr, ProcmapQuery& q, MappingName& name)
 {
   q               = ProcmapQuery{};
   q.size          = sizeof q;
@@ -249,7 +251,7 @@ MappingQuery::MappingQuery()
   if (fd < 0) { return; }
   // Probe with an address that is surely mapped: this object's own.
   ProcmapQuery q{};
-  std::array<char, 256> name{};
+  MappingName name;
   if (query_mapping(fd, reinterpret_cast<std::uintptr_t>(&q), q, name)) {
     fd_ = fd;
   } else {
@@ -267,7 +269,7 @@ std::pair<std::uintptr_t, std::uintptr_t> MappingQuery::find(const void* ptr,
 {
   if (fd_ < 0) { return {0, 0}; }
   ProcmapQuery q{};
-  std::array<char, 256> name{};  // a longer name fails the ioctl: the buffer is looked up
+  MappingName name;  // a name that does not fit fails the ioctl: the buffer is looked up
   const auto p = reinterpret_cast<std::uintptr_t>(ptr);
   if (!query_mapping(fd_, p, q, name)) { return {0, 0}; }
   // The rules of HostMappings::parse: readable and writable, and not a device file or an
