@@ -4,7 +4,6 @@
 #include <kvikio/file_handle.hpp>
 
 #include <fcntl.h>
-#include <sys/uio.h>
 
 #include <cstdint>
 #include <limits>
@@ -119,34 +118,16 @@ Request check_request(Direction direction,
 // Larger ones stay on the pool, where the caller may overlap them with other work.
 constexpr std::size_t inline_read_max = 128 * 1024;
 
-/// Reads [offset, offset + size) into `buf` on this thread only if the page cache holds all of
-/// it (preadv2 with RWF_NOWAIT: the kernel refuses rather than waits for the disk). False
-/// means nothing usable was read (not cached, a short read, Direct IO wanted, an old kernel
-/// or file system): the request then takes its usual path, which reads it again in full.
+/// A small read done on this thread if the page cache holds all of it (detail::read_if_cached),
+/// after the read's own checks (open for reading, range within off_t); true when it is done.
+/// False means nothing usable was read (not cached, a short read, Direct IO wanted, an old
+/// kernel or file system): the request then takes its usual path, which reads it again in full.
 ///
 /// It runs before the driver is asked what `buf` is: that query costs about as much as the
 /// read itself (~0.7 us under the driver's lock on an H200) and most small reads go to host
 /// memory. Device memory is never mapped for the CPU (its addresses are reserved
 /// inaccessible), so the kernel refuses to copy there (EFAULT) and the request goes on to the
 /// device path; pinned and managed memory take the host path in any case.
-bool read_from_page_cache_now(const detail::OpenFile& file,
-                              void* buf,
-                              std::size_t size,
-                              std::size_t offset)
-{
-#ifdef RWF_NOWAIT
-  if (size == 0 || size > inline_read_max) { return false; }
-  if (defaults::auto_direct_io_read() && file.fd_direct() >= 0) { return false; }
-  iovec iov{buf, size};
-  const ssize_t n = ::preadv2(file.fd(), &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
-  return n >= 0 && static_cast<std::size_t>(n) == size;
-#else
-  return false;
-#endif
-}
-
-/// A read's own checks (open for reading, range within off_t) and then, for a small one, the
-/// read from the page cache above; true when it is done.
 bool cached_read_now(const detail::OpenFile& file,
                      void* buf,
                      std::size_t size,
@@ -155,7 +136,9 @@ bool cached_read_now(const detail::OpenFile& file,
   if (size == 0 || size > inline_read_max) { return false; }
   file.require(Direction::read);
   check_range(file.path(), size, file_offset);
-  return read_from_page_cache_now(file, buf, size, file_offset);
+  if (defaults::auto_direct_io_read() && file.fd_direct() >= 0) { return false; }
+  const ssize_t n = detail::read_if_cached(file.fd(), buf, size, file_offset);
+  return n >= 0 && static_cast<std::size_t>(n) == size;
 }
 
 /// The one body of read and write: a single call on this thread.

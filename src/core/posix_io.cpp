@@ -1,6 +1,7 @@
 #include "core/posix_io.hpp"
 
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -182,6 +183,18 @@ std::size_t posix_host_io(Direction direction,
   }
   exact(file.fd(), buf + head + middle, tail, offset + head + middle);
   return size;
+}
+
+ssize_t read_if_cached(int fd, void* buf, std::size_t size, std::size_t offset) noexcept
+{
+#ifdef RWF_NOWAIT
+  iovec iov{buf, size};
+  return ::preadv2(fd, &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+#else
+  (void)fd, (void)buf, (void)size, (void)offset;
+  errno = EOPNOTSUPP;
+  return -1;
+#endif
 }
 
 }  // namespace kvikio::detail

@@ -1,5 +1,7 @@
 #pragma once
 // POSIX IO between a file and host memory.
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 
@@ -18,5 +20,11 @@ std::size_t posix_host_io(Direction direction,
                           std::size_t size,
                           std::size_t offset,
                           bool direct_io);
+
+/// Reads up to `size` bytes at `offset` of `fd` only from the page cache (preadv2 with
+/// RWF_NOWAIT: the kernel refuses rather than waits for the disk). Returns the bytes read, or
+/// -1 with errno set: EAGAIN where the bytes are not cached, EOPNOTSUPP where this build or
+/// kernel has no RWF_NOWAIT.
+ssize_t read_if_cached(int fd, void* buf, std::size_t size, std::size_t offset) noexcept;
 
 }  // namespace kvikio::detail

@@ -2,7 +2,6 @@
 // plain pread(2)/pwrite(2) loop and uring_available() says why.
 #include "core/uring_io.hpp"
 
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +12,7 @@
 
 #include "core/format.hpp"
 #include "core/open_file.hpp"
+#include "core/posix_io.hpp"
 
 #ifdef KVIKIO_HAVE_LIBURING
 #include <liburing.h>
@@ -124,20 +124,15 @@ void prep(io_uring_sqe* sqe, Direction direction, UringRequest& r, std::size_t i
 /// pread loop; issue 14). Uncached reads pay one refused call each, little beside the disk.
 void read_cached(std::span<UringRequest> requests) noexcept
 {
-#ifdef RWF_NOWAIT
   for (auto& r : requests) {
     if (r.done >= r.size) { continue; }
-    iovec iov{r.buf + r.done, r.size - r.done};
-    const ssize_t n = ::preadv2(r.fd, &iov, 1, static_cast<off_t>(r.offset + r.done), RWF_NOWAIT);
+    const ssize_t n = read_if_cached(r.fd, r.buf + r.done, r.size - r.done, r.offset + r.done);
     if (n > 0) {
       r.done += static_cast<std::size_t>(n);
     } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
       return;  // no RWF_NOWAIT here (old kernel, file system): the ring takes every request
     }
   }
-#else
-  (void)requests;
-#endif
 }
 
 void ring_io(io_uring& ring, Direction direction, std::span<UringRequest> requests) noexcept
