@@ -61,6 +61,37 @@ TEST(ThreadPool, JobsRunConcurrentlyOnDistinctThreads)
   EXPECT_FALSE(ThreadPool::is_worker_thread());
 }
 
+TEST(ThreadPool, DetachCopiesRunsEachCopyOnItsOwnWorker)
+{
+  ThreadPool pool(4);
+  for (int round = 0; round < 300; ++round) {
+    if (round % 50 == 49) {  // now and then with every worker asleep
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    // Four copies that each wait for all four: they finish only if the call woke (or found
+    // spinning) a worker for every copy.
+    std::atomic<int> arrived{0};
+    std::atomic<int> left{0};
+    pool.detach_copies(4, [&] {
+      ++arrived;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (arrived.load() < 4 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+      ++left;
+    });
+    pool.wait();
+    ASSERT_EQ(arrived.load(), 4) << "round " << round;
+    ASSERT_EQ(left.load(), 4) << "round " << round;
+  }
+  pool.detach_copies(0, [] { FAIL() << "no copy was asked for"; });
+  // More copies than workers: each still runs once.
+  std::atomic<int> runs{0};
+  pool.detach_copies(1000, [&] { ++runs; });
+  pool.wait();
+  EXPECT_EQ(runs.load(), 1000);
+}
+
 TEST(ThreadPool, ResetWaitsForQueuedWorkAndChangesSize)
 {
   ThreadPool pool(1);

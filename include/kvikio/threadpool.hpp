@@ -2,6 +2,7 @@
 /// @file threadpool.hpp
 /// The fixed-size pool on which parallel IO tasks run.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -52,6 +53,11 @@ class KVIKIO_EXPORT ThreadPool {
   /// Queues a job whose result nobody waits for. The job must not throw.
   void detach_task(std::function<void()> job) { enqueue(std::move(job)); }
 
+  /// Queues `copies` runs of `job`, as many detach_task calls would, but taking the queue's
+  /// lock once and waking only the workers the queue needs: for a caller that fans one job
+  /// out over the pool. The job must not throw.
+  void detach_copies(std::size_t copies, const std::function<void()>& job);
+
   /// Number of worker threads (in a forked child: the number it starts on first use).
   [[nodiscard]] unsigned int get_thread_count() const noexcept;
 
@@ -67,11 +73,13 @@ class KVIKIO_EXPORT ThreadPool {
 
  private:
   void enqueue(std::function<void()> job);
+  void wake_for_queue();  // under mutex_, after queuing
   void start(unsigned int num_threads);
   void start_locked(unsigned int num_threads);
   void stop();
   void worker_loop();
-  void spin_until_queued() const noexcept;
+  // Spins until a job is queued (true) or until `deadline` (false).
+  bool spin_until_queued(std::chrono::steady_clock::time_point deadline) const noexcept;
   // pthread_atfork handlers for every live pool.
   static void before_fork() noexcept;
   static void after_fork_in_parent() noexcept;
@@ -85,8 +93,8 @@ class KVIKIO_EXPORT ThreadPool {
   std::size_t running_{0};
   // jobs_.size(), readable without the lock by spinning workers.
   std::atomic<std::size_t> queued_{0};
-  // Workers spinning after a job; each takes the lock and looks at the queue before it
-  // sleeps, so a job queued while enough of them spin needs no wake-up. Under mutex_.
+  // Workers spinning after a job; each looks at the queue under the lock before it sleeps,
+  // so a job queued while enough of them spin needs no wake-up. Under mutex_.
   std::size_t spinning_{0};
   std::atomic<bool> stopping_{false};
   unsigned int num_threads_{1};  // the size asked for, kept to restart after a fork

@@ -94,11 +94,37 @@ void ThreadPool::enqueue(std::function<void()> job)
   if (restart_) { start_locked(num_threads_); }
   jobs_.push(std::move(job));
   queued_.store(jobs_.size(), std::memory_order_relaxed);
-  // A spinning worker takes the job without a wake-up (it looks at the queue under the lock
-  // before it sleeps): wake a sleeper only for jobs the spinners cannot all take.
-  // Notified under the lock: once it is released this call touches the pool no more, so a
-  // job may destroy its own pool even while the call that queued it is returning.
-  if (jobs_.size() > spinning_) { job_available_.notify_one(); }
+  wake_for_queue();
+}
+
+void ThreadPool::detach_copies(std::size_t copies, const std::function<void()>& job)
+{
+  if (copies == 0) { return; }
+  std::lock_guard lock(mutex_);
+  if (restart_) { start_locked(num_threads_); }
+  for (std::size_t i = 0; i < copies; ++i) {
+    jobs_.push(job);
+  }
+  queued_.store(jobs_.size(), std::memory_order_relaxed);
+  wake_for_queue();
+}
+
+void ThreadPool::wake_for_queue()
+{
+  // A spinning worker takes a job without a wake-up (it looks at the queue under the lock,
+  // and spins on when another took the job first): wake sleepers only for the jobs the
+  // spinners cannot all take. Notified under the lock: once it is released the caller
+  // touches the pool no more, so a job may destroy its own pool even while the call that
+  // queued it is returning.
+  const std::size_t sleepers = workers_.size() - std::min(workers_.size(), running_ + spinning_);
+  const std::size_t wanted   = jobs_.size() > spinning_ ? jobs_.size() - spinning_ : 0;
+  if (wanted >= sleepers && sleepers > 1) {
+    job_available_.notify_all();
+  } else {
+    for (std::size_t i = 0; i < wanted; ++i) {
+      job_available_.notify_one();
+    }
+  }
 }
 
 void ThreadPool::wait()
@@ -153,18 +179,17 @@ void ThreadPool::stop()
   workers_.clear();
 }
 
-void ThreadPool::spin_until_queued() const noexcept
+bool ThreadPool::spin_until_queued(std::chrono::steady_clock::time_point deadline) const noexcept
 {
-  const auto deadline = std::chrono::steady_clock::now() + spin_limit;
   for (unsigned round = 0;; ++round) {
     for (int i = 0; i < 32; ++i) {
       if (queued_.load(std::memory_order_relaxed) > 0 ||
           stopping_.load(std::memory_order_relaxed)) {
-        return;
+        return true;
       }
       cpu_relax();
     }
-    if (std::chrono::steady_clock::now() >= deadline) { return; }
+    if (std::chrono::steady_clock::now() >= deadline) { return false; }
     // More workers than cores (or a busy machine): let the threads that have work run.
     if (round % 8 == 7) { std::this_thread::yield(); }
   }
@@ -173,36 +198,36 @@ void ThreadPool::spin_until_queued() const noexcept
 void ThreadPool::worker_loop()
 {
   this_thread_is_worker = true;
-  bool spun             = false;  // counted in spinning_ until the lock is taken again
+  // Until when this worker spins for the next job instead of sleeping: spin_limit after its
+  // last job. A worker that saw a job queued but lost it to another spins on until then, so
+  // that a caller queuing jobs one by one does not put the spinners to sleep one by one.
+  std::chrono::steady_clock::time_point spin_until{};
   std::function<void()> job;
+  std::unique_lock lock(mutex_);
   while (true) {
-    if (spun) { spin_until_queued(); }
-    {
-      std::unique_lock lock(mutex_);
-      if (spun) {
-        --spinning_;
-        spun = false;
-      }
-      // Drain the queue before stopping so that no submitted future is left broken.
-      job_available_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty()) { return; }
-      job = std::move(jobs_.front());
-      jobs_.pop();
-      queued_.store(jobs_.size(), std::memory_order_relaxed);
-      ++running_;
+    if (jobs_.empty() && !stopping_ && std::chrono::steady_clock::now() < spin_until) {
+      ++spinning_;
+      lock.unlock();
+      spin_until_queued(spin_until);
+      lock.lock();
+      --spinning_;
+      continue;  // the queue is looked at again under the lock
     }
+    // Drain the queue before stopping so that no submitted future is left broken.
+    job_available_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    if (jobs_.empty()) { return; }
+    job = std::move(jobs_.front());
+    jobs_.pop();
+    queued_.store(jobs_.size(), std::memory_order_relaxed);
+    ++running_;
+    lock.unlock();
     job();
     job = nullptr;  // the job's captures go before the pool may be waited on or destroyed
     if (this_worker_pool_destroyed) { return; }
-    {
-      std::lock_guard lock(mutex_);
-      --running_;
-      if (jobs_.empty() && running_ == 0) { idle_.notify_all(); }
-      if (jobs_.empty() && !stopping_) {
-        ++spinning_;
-        spun = true;
-      }
-    }
+    spin_until = std::chrono::steady_clock::now() + spin_limit;
+    lock.lock();
+    --running_;
+    if (jobs_.empty() && running_ == 0) { idle_.notify_all(); }
   }
 }
 
