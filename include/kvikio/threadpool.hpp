@@ -5,10 +5,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <future>
 #include <mutex>
-#include <queue>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -55,7 +55,8 @@ class KVIKIO_EXPORT ThreadPool {
 
   /// Queues `copies` runs of `job`, as many detach_task calls would, but taking the queue's
   /// lock once and waking only the workers the queue needs: for a caller that fans one job
-  /// out over the pool. The job must not throw.
+  /// out over the pool. All or none: if a copy cannot be queued, none is, and the error is
+  /// thrown. The job must not throw.
   void detach_copies(std::size_t copies, const std::function<void()>& job);
 
   /// Number of worker threads (in a forked child: the number it starts on first use).
@@ -88,7 +89,7 @@ class KVIKIO_EXPORT ThreadPool {
   mutable std::mutex mutex_;
   std::condition_variable job_available_;
   std::condition_variable idle_;
-  std::queue<std::function<void()>> jobs_;
+  std::deque<std::function<void()>> jobs_;
   std::vector<std::thread> workers_;
   std::size_t running_{0};
   // jobs_.size(), readable without the lock by spinning workers.

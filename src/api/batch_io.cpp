@@ -118,28 +118,75 @@ struct FileEntry {
   std::size_t size;  // for reads: where they stop
 };
 
-/// Every request of the batch and its results; shared by the jobs on the pool.
+bool use_uring()
+{
+  const auto setting = std::get<std::string>(defaults::get("batch_backend"));
+  if (setting == "thread_pool") { return false; }
+  if (setting == "io_uring" && !detail::uring_available()) {
+    throw std::runtime_error("batch_backend is io_uring, but io_uring is not available: " +
+                             detail::uring_unavailable_reason());
+  }
+  return detail::uring_available();
+}
+
+/// Where a batch stands: its requests are being checked, or the checks ended.
+enum class Phase : int { checking, ready, failed };
+
+/// Every request of the batch and its results; shared by the calling thread and the jobs on
+/// the pool.
 ///
 /// The host requests are `host` (entry i for request i; of size 0 where request i is empty,
 /// in device memory or larger than task_size) followed by `extra` (the task_size pieces of
 /// the large ones): one run of slices over both, no slice straddling the two.
-struct BatchState {
+struct BatchState : std::enable_shared_from_this<BatchState> {
+  // Requests are checked in blocks of this many.
+  static constexpr std::size_t block = 256;
+  // From this many requests the pool's threads help with the checks.
+  static constexpr std::size_t parallel_from = 4 * block;
+  // From this many requests the whole list of mappings is read, where the kernel cannot be
+  // asked for one. The text costs ~0.35 us a line to read (2039 lines: 0.7 ms, measured on
+  // the 2-core build machine) and a process using CUDA has hundreds to thousands of lines,
+  // while a host buffer's query costs ~0.7 us under the driver's lock: below this many
+  // requests the queries cost about what the reading would.
+  static constexpr std::size_t mappings_from = 512;
+
   Direction direction{};
   const char* op{""};
   bool uring{false};      // host requests through io_uring, else POSIX calls on the pool threads
   bool direct_io{false};  // the setting for `direction`, read once per batch
   std::size_t task_size{0};
   std::size_t threads{1};
-  // The requests, in one of two forms: the caller's vectors, read in the check phase only.
+  // The requests, in one of two forms: the caller's vectors, read in the checks only.
   const FileIORequest* requests{nullptr};
   FileHandle* file{nullptr};
   const IORequest* file_requests{nullptr};
   std::size_t count{0};
 
+  // --- the checks ---
+  // Pointer attributes: without a CUDA driver every buffer is host memory. With one, a buffer
+  // inside the host mapping or the device allocation of the request before reuses that
+  // answer. The driver serialises pointer queries on a lock of its own (~0.7 us each on an
+  // H200), so a buffer lying inside one plain read-write mapping of the process is taken as
+  // host memory without a query (detail::HostMappings says why device memory is never there);
+  // only the rest is looked up. The mapping comes from the kernel one buffer at a time where
+  // it can answer so (detail::MappingQuery), else a large batch reads the whole list once.
+  // Pinned or managed memory taken so is plain process memory too, and every host-accessible
+  // kind goes the same host path.
+  bool driver{false};
+  const detail::MappingQuery* query{nullptr};  // null, or one that is available
+  detail::HostMappings mappings;  // used without a query; empty: every buffer is looked up
+  std::size_t blocks{0};
+  std::vector<std::size_t> block_host;  // the host entries with bytes, per block
+  std::atomic<std::size_t> next_block{0};
+  std::atomic<std::size_t> finished_blocks{0};
+  FirstError check_error;
+  std::atomic<Phase> phase{Phase::checking};
+
   std::mutex files_mutex;
   std::unordered_map<const FileHandle*, FileEntry> files;
   std::vector<std::shared_ptr<detail::OpenHandle>> handles;  // each file once
 
+  // --- the IO ---
   std::unique_ptr<detail::UringRequest[]> host;      // filled by the checks, in parallel
   std::unique_ptr<detail::OpenHandle*[]> host_file;  // the file of host[i]
   std::vector<detail::UringRequest> extra;
@@ -152,6 +199,7 @@ struct BatchState {
   std::vector<Piece> pool_pieces;      // device pieces, run in pool_groups on the pool
   std::vector<PoolGroup> pool_groups;  // what the jobs take, one by one
   std::size_t min_slice{1};
+  std::size_t jobs{0};                    // queued on the pool so far
   std::atomic<std::size_t> next_host{0};  // the slice cursor over host, then extra
   std::atomic<std::size_t> next_item{0};
   std::atomic<std::size_t> remaining_jobs{0};
@@ -181,6 +229,225 @@ struct BatchState {
     handles.push_back(shared);
     files.emplace(&f, entry);
     return entry;
+  }
+
+  /// Sets up the checks and queues the jobs that help with them, for a large batch. Each job
+  /// goes on from the checks to the IO, so the pool is handed the batch once (issue 14: a
+  /// second hand-off for the IO cost a large batch a tenth of its time on the H200).
+  void start()
+  {
+    driver = detail::CudaAPI::instance().available();
+    // Asked once per process: whether the kernel answers; the descriptor stays open.
+    static const detail::MappingQuery mapping_query;
+    query = driver && mapping_query.available() ? &mapping_query : nullptr;
+    if (driver && query == nullptr && count >= mappings_from) {
+      mappings = detail::HostMappings::read_self();
+    }
+    blocks = (count + block - 1) / block;
+    items.resize(blocks);
+    block_host.assign(blocks, 0);
+    // Filled by the checks, every entry (no value-initialisation here: that alone cost a
+    // serial pass over a large batch).
+    host      = std::make_unique_for_overwrite<detail::UringRequest[]>(count);
+    host_file = std::make_unique_for_overwrite<detail::OpenHandle*[]>(count);
+    if (count >= parallel_from) { launch(threads); }
+  }
+
+  /// Queues `n` more jobs (all or none).
+  void launch(std::size_t n)
+  {
+    remaining_jobs += n;
+    try {
+      defaults::thread_pool().detach_copies(n, [self = shared_from_this()] { self->job(); });
+    } catch (...) {
+      remaining_jobs -= n;
+      throw;
+    }
+    jobs += n;
+  }
+
+  /// What a job on the pool does: checks, then IO.
+  void job() noexcept
+  {
+    check_blocks();
+    if (await_checks()) { run_io(); }
+    if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
+  }
+
+  /// The checks of the caller and of the jobs: every request checked and sorted into the host
+  /// entries or the items, in blocks taken until none is left. A block stops at its first
+  /// bad request; the lowest-numbered one of all is reported. Whoever finishes the last block
+  /// ends the checks.
+  void check_blocks() noexcept
+  {
+    for (std::size_t b = next_block++; b < blocks; b = next_block++) {
+      Cache cache;
+      for (std::size_t i = b * block; i < std::min(count, (b + 1) * block); ++i) {
+        try {
+          with_index(i, [&] { check(b, i, cache); });
+        } catch (...) {
+          check_error.record(i, std::current_exception());
+          break;
+        }
+      }
+      block_host[b] = cache.host_entries;
+      if (finished_blocks.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) { end_checks(); }
+    }
+  }
+
+  /// True once every request passed its checks, false if one failed. Spins a little before
+  /// it sleeps: the checks of a large batch take tens of microseconds, about what waking a
+  /// sleeping thread does.
+  bool await_checks() noexcept
+  {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    Phase now           = phase.load(std::memory_order_acquire);
+    while (now == Phase::checking && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();  // a thread of the checks that lost its core gets it back
+      now = phase.load(std::memory_order_acquire);
+    }
+    for (; now == Phase::checking; now = phase.load(std::memory_order_acquire)) {
+      phase.wait(Phase::checking, std::memory_order_acquire);
+    }
+    return now == Phase::ready;
+  }
+
+  /// After the last block: lays the IO out and queues the jobs it needs beyond those already
+  /// queued, then lets every waiter go on.
+  void end_checks() noexcept
+  {
+    requests      = nullptr;  // the caller's vectors are not read after the checks
+    file_requests = nullptr;
+    Phase outcome = check_error.get() ? Phase::failed : Phase::ready;
+    if (outcome == Phase::ready) {
+      try {
+        prepare_io();
+        if (jobs == 0) {
+          finish();  // nothing to move: ready with 0
+        }
+      } catch (...) {
+        check_error.record(count, std::current_exception());
+        outcome = Phase::failed;
+      }
+    }
+    phase.store(outcome, std::memory_order_release);
+    phase.notify_all();
+  }
+
+  void prepare_io()
+  {
+    std::size_t item_count = 0;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      host_requests += block_host[b];
+      item_count += items[b].size();
+    }
+    pool_pieces.reserve(item_count);
+    for (const auto& in_block : items) {
+      for (const auto& it : in_block) {
+        for (std::size_t done = 0; done < it.size; done += task_size) {
+          const std::size_t n = std::min(task_size, it.size - done);
+          if (it.info.host_accessible()) {
+            const auto& f = it.handle->file;
+            extra.push_back({f.fd(), it.buf + done, n, it.offset + done, &f.path(), 0, 0});
+            extra_item.push_back(&it);
+            ++host_requests;
+          } else {
+            pool_pieces.push_back({&it, done, n});
+          }
+        }
+      }
+    }
+    group_pool_pieces();
+    // The smallest slice: a pass through a ring (a few system calls for deep queues), or a
+    // short run of plain calls.
+    min_slice = uring ? 8 : 2;
+    const std::size_t needed =
+      std::min(threads, std::max((host_requests + min_slice - 1) / min_slice, pool_groups.size()));
+    if (needed > jobs) { launch(needed - jobs); }
+  }
+
+  /// What the requests before the one being checked found out, within its block.
+  struct Cache {
+    const FileHandle* file{nullptr};
+    FileEntry entry{};
+    std::pair<std::uintptr_t, std::uintptr_t> host_range{0, 0};  // {0, 0}: none yet
+    detail::PointerInfo device;                                  // kind HOST: none yet
+    // The block's host entries with bytes, stored into block_host once at the end of the
+    // block: the counters of neighbouring blocks share cache lines.
+    std::size_t host_entries{0};
+  };
+
+  /// The plain read-write mapping holding the buffer; {0, 0} when none is known.
+  [[nodiscard]] std::pair<std::uintptr_t, std::uintptr_t> host_mapping(const void* buf,
+                                                                       std::size_t size) const
+  {
+    if (query != nullptr) { return query->find(buf, size); }
+    const auto* range = mappings.find(buf, size);
+    return range != nullptr ? *range : std::pair<std::uintptr_t, std::uintptr_t>{0, 0};
+  }
+
+  /// Checks request i and files it under block b's host entries or items.
+  void check(std::size_t b, std::size_t i, Cache& cache)
+  {
+    const FileIORequest r = request(i);
+    if (r.file == nullptr) { throw std::invalid_argument(std::string(op) + ": null file"); }
+    if (r.file != cache.file) {
+      cache.entry = file_entry(*r.file);
+      cache.file  = r.file;
+    }
+    const auto& f          = cache.entry.handle->file;
+    constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
+    if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
+      throw std::overflow_error("file offset " + std::to_string(r.file_offset) + " plus size " +
+                                std::to_string(r.size) +
+                                " overflows the largest file offset for '" + r.file->path() + "'");
+    }
+    std::size_t size = r.size;
+    if (direction == Direction::read && size > 0) {
+      const std::size_t end = cache.entry.size;
+      size                  = r.file_offset >= end ? 0 : std::min(size, end - r.file_offset);
+    }
+    auto* buf    = static_cast<char*>(r.buf);
+    host[i]      = {f.fd(), buf, 0, r.file_offset, &f.path(), 0, 0};
+    host_file[i] = cache.entry.handle;
+    if (r.size == 0) { return; }
+    detail::PointerInfo info;  // host memory unless the driver says otherwise
+    const auto p           = reinterpret_cast<std::uintptr_t>(buf);
+    const auto& host_range = cache.host_range;
+    const auto& dev        = cache.device;
+    if (!driver) {
+      // host memory
+    } else if (p >= host_range.first && p < host_range.second && r.size <= host_range.second - p) {
+      // inside the host mapping of a request before
+    } else if (dev.kind == detail::MemoryKind::DEVICE && p >= dev.base &&
+               p - dev.base < dev.alloc_size) {
+      info = dev;  // the same live allocation: the same attributes
+    } else if (const auto range = host_mapping(buf, r.size); range.second != 0) {
+      cache.host_range = range;
+    } else {
+      info = detail::get_pointer_info(buf);
+      if (!info.host_accessible()) { cache.device = info; }
+    }
+    if (!info.host_accessible()) {
+      const auto end = info.base + info.alloc_size;
+      if (p < info.base || p > end || r.size > end - p) {
+        // The message is built only where the check fails (thousands fit).
+        detail::check_device_range(info,
+                                   buf,
+                                   r.size,
+                                   std::string(op) + " of '" + f.path() + "' at file offset " +
+                                     std::to_string(r.file_offset));
+      }
+    }
+    if (size == 0) { return; }
+    if (info.host_accessible() && size <= task_size) {
+      host[i].size = size;
+      ++cache.host_entries;
+      return;
+    }
+    auto& in_block = items[b];
+    if (in_block.empty()) { in_block.reserve(std::min(block, count - i)); }
+    in_block.push_back({i, cache.entry.handle, info, buf, size, r.file_offset});
   }
 
   /// The next slice of host entries [begin, begin + n): about 1/(2 x threads) of what is
@@ -236,7 +503,8 @@ struct BatchState {
     return moved;
   }
 
-  void run() noexcept
+  /// This job's share of the IO: host slices while any are left, then pool groups.
+  void run_io() noexcept
   {
     std::size_t moved = 0;
     std::size_t begin = 0;
@@ -280,7 +548,6 @@ struct BatchState {
       }
     }
     bytes += moved;
-    if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
   }
   /// Splits pool_pieces into pool_groups. Small pieces of files without cuFile (the POSIX
   /// path move_piece takes) are staged in groups of one context, sized to give each of the
@@ -319,221 +586,25 @@ struct BatchState {
       i = end;
     }
   }
+  /// Once every job is done (or none was needed): the bytes moved, or the lowest-numbered
+  /// request's error. After failed checks nobody holds the future: the caller raised.
   void finish()
   {
-    if (error.get()) {
-      promise.set_exception(error.get());
+    if (const auto& e = error.get() ? error.get() : check_error.get()) {
+      promise.set_exception(e);
     } else {
       promise.set_value(bytes.load());
     }
   }
 };
 
-bool use_uring()
-{
-  const auto setting = std::get<std::string>(defaults::get("batch_backend"));
-  if (setting == "thread_pool") { return false; }
-  if (setting == "io_uring" && !detail::uring_available()) {
-    throw std::runtime_error("batch_backend is io_uring, but io_uring is not available: " +
-                             detail::uring_unavailable_reason());
-  }
-  return detail::uring_available();
-}
-
-/// The check phase: every request checked and sorted into the host entries or the items, in
-/// blocks that the caller takes and, for a large batch, the pool's threads too. The caller
-/// waits only for blocks that a pool thread took, so it never waits on a busy pool for a
-/// block nobody took. A block stops at its first bad request; the lowest-numbered one of all
-/// is reported.
-///
-/// Pointer attributes: without a CUDA driver every buffer is host memory. With one, a buffer
-/// inside the host mapping or the device allocation of the request before reuses that
-/// answer. The driver serialises pointer queries on a lock of its own (~0.7 us each on an
-/// H200), so a buffer lying inside one plain read-write mapping of the process is taken as
-/// host memory without a query (detail::HostMappings says why device memory is never there);
-/// only the rest is looked up. The mapping comes from the kernel one buffer at a time where
-/// it can answer so (detail::MappingQuery), else a large batch reads the whole list once.
-/// Pinned or managed memory taken so is plain process memory too, and every host-accessible
-/// kind goes the same host path.
-struct CheckPass {
-  static constexpr std::size_t block = 256;
-  // From this many requests the whole list of mappings is read, where the kernel cannot be
-  // asked for one. The text costs ~0.35 us a line to read (2039 lines: 0.7 ms, measured on
-  // the 2-core build machine) and a process using CUDA has hundreds to thousands of lines,
-  // while a host buffer's query costs ~0.7 us under the driver's lock: below this many
-  // requests the queries cost about what the reading would.
-  static constexpr std::size_t mappings_from = 512;
-  // From this many requests the pool's threads help with the checks.
-  static constexpr std::size_t parallel_from = 4 * block;
-  std::shared_ptr<BatchState> state;
-  bool driver;
-  const detail::MappingQuery* query;  // null, or one that is available
-  detail::HostMappings mappings;      // used without a query; empty: every buffer is looked up
-  std::size_t blocks;
-  std::vector<std::vector<Item>> block_items;  // the items of each block, in order
-  std::vector<std::size_t> block_host;         // the host entries with bytes, per block
-  std::atomic<std::size_t> next{0};
-  std::atomic<std::size_t> finished{0};
-  FirstError error;
-
-  CheckPass(std::shared_ptr<BatchState> s,
-            bool d,
-            const detail::MappingQuery* q,
-            detail::HostMappings m)
-    : state(std::move(s)),
-      driver(d),
-      query(q),
-      mappings(std::move(m)),
-      blocks((state->count + block - 1) / block),
-      block_items(blocks),
-      block_host(blocks, 0)
-  {
-  }
-
-  /// Checks request i and files it under `b`'s host entries or items; `cache` carries what
-  /// the requests before it in the block found out.
-  struct Cache {
-    const FileHandle* file{nullptr};
-    FileEntry entry{};
-    std::pair<std::uintptr_t, std::uintptr_t> host_range{0, 0};  // {0, 0}: none yet
-    detail::PointerInfo device;                                  // kind HOST: none yet
-    // The block's host entries with bytes, stored into block_host once at the end of the
-    // block: the counters of neighbouring blocks share cache lines.
-    std::size_t host_entries{0};
-  };
-  /// The plain read-write mapping holding the buffer; {0, 0} when none is known.
-  [[nodiscard]] std::pair<std::uintptr_t, std::uintptr_t> host_mapping(const void* buf,
-                                                                       std::size_t size) const
-  {
-    if (query != nullptr) { return query->find(buf, size); }
-    const auto* range = mappings.find(buf, size);
-    return range != nullptr ? *range : std::pair<std::uintptr_t, std::uintptr_t>{0, 0};
-  }
-
-  void check(std::size_t b, std::size_t i, Cache& cache)
-  {
-    auto& st              = *state;
-    const FileIORequest r = st.request(i);
-    if (r.file == nullptr) { throw std::invalid_argument(std::string(st.op) + ": null file"); }
-    if (r.file != cache.file) {
-      cache.entry = st.file_entry(*r.file);
-      cache.file  = r.file;
-    }
-    const auto& file       = cache.entry.handle->file;
-    constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
-    if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
-      throw std::overflow_error("file offset " + std::to_string(r.file_offset) + " plus size " +
-                                std::to_string(r.size) +
-                                " overflows the largest file offset for '" + r.file->path() + "'");
-    }
-    std::size_t size = r.size;
-    if (st.direction == Direction::read && size > 0) {
-      const std::size_t end = cache.entry.size;
-      size                  = r.file_offset >= end ? 0 : std::min(size, end - r.file_offset);
-    }
-    auto* buf       = static_cast<char*>(r.buf);
-    st.host[i]      = {file.fd(), buf, 0, r.file_offset, &file.path(), 0, 0};
-    st.host_file[i] = cache.entry.handle;
-    if (r.size == 0) { return; }
-    detail::PointerInfo info;  // host memory unless the driver says otherwise
-    const auto p     = reinterpret_cast<std::uintptr_t>(buf);
-    const auto& host = cache.host_range;
-    const auto& dev  = cache.device;
-    if (!driver) {
-      // host memory
-    } else if (p >= host.first && p < host.second && r.size <= host.second - p) {
-      // inside the host mapping of a request before
-    } else if (dev.kind == detail::MemoryKind::DEVICE && p >= dev.base &&
-               p - dev.base < dev.alloc_size) {
-      info = dev;  // the same live allocation: the same attributes
-    } else if (const auto range = host_mapping(buf, r.size); range.second != 0) {
-      cache.host_range = range;
-    } else {
-      info = detail::get_pointer_info(buf);
-      if (!info.host_accessible()) { cache.device = info; }
-    }
-    if (!info.host_accessible()) {
-      const auto end = info.base + info.alloc_size;
-      if (p < info.base || p > end || r.size > end - p) {
-        // The message is built only where the check fails (thousands fit).
-        detail::check_device_range(info,
-                                   buf,
-                                   r.size,
-                                   std::string(st.op) + " of '" + file.path() +
-                                     "' at file offset " + std::to_string(r.file_offset));
-      }
-    }
-    if (size == 0) { return; }
-    if (info.host_accessible() && size <= st.task_size) {
-      st.host[i].size = size;
-      ++cache.host_entries;
-      return;
-    }
-    auto& items = block_items[b];
-    if (items.empty()) { items.reserve(std::min(block, st.count - i)); }
-    items.push_back({i, cache.entry.handle, info, buf, size, r.file_offset});
-  }
-
-  void work() noexcept
-  {
-    for (std::size_t b = next++; b < blocks; b = next++) {
-      Cache cache;
-      for (std::size_t i = b * block; i < std::min(state->count, (b + 1) * block); ++i) {
-        try {
-          with_index(i, [&] { check(b, i, cache); });
-        } catch (...) {
-          error.record(i, std::current_exception());
-          break;
-        }
-      }
-      block_host[b] = cache.host_entries;
-      if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == blocks) { finished.notify_all(); }
-    }
-  }
-
-  /// Runs the checks; throws the lowest-numbered bad request's error.
-  static std::shared_ptr<CheckPass> run(const std::shared_ptr<BatchState>& state)
-  {
-    const std::size_t n = state->count;
-    const bool driver   = detail::CudaAPI::instance().available();
-    // Asked once per process: whether the kernel answers; the descriptor stays open.
-    static const detail::MappingQuery mapping_query;
-    const auto* query = driver && mapping_query.available() ? &mapping_query : nullptr;
-    auto pass         = std::make_shared<CheckPass>(state,
-                                            driver,
-                                            query,
-                                            driver && query == nullptr && n >= mappings_from
-                                                      ? detail::HostMappings::read_self()
-                                                      : detail::HostMappings{});
-    auto& pool        = defaults::thread_pool();
-    // The caller takes blocks too: with as many helpers as cores, one thread of the pass would
-    // wait for a core while the others wait for its block (a scheduler slice, milliseconds).
-    const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
-    const std::size_t helpers =
-      n >= parallel_from ? std::min({state->threads, cores - 1, pass->blocks - 1}) : 0;
-    for (std::size_t h = 0; h < helpers; ++h) {
-      try {
-        pool.detach_task([pass]() noexcept { pass->work(); });
-      } catch (...) {
-        break;  // the caller takes the blocks itself
-      }
-    }
-    pass->work();
-    for (std::size_t f = pass->finished.load(std::memory_order_acquire); f < pass->blocks;
-         f             = pass->finished.load(std::memory_order_acquire)) {
-      pass->finished.wait(f, std::memory_order_acquire);
-    }
-    if (pass->error.get()) { std::rethrow_exception(pass->error.get()); }
-    return pass;
-  }
-};
-
-/// Checks every request (the caller's vectors are read only here), then starts the IO on the
-/// pool; the future gives the bytes moved or the lowest-numbered request's error.
+/// Checks every request (the caller's vectors are read only then), on the calling thread and,
+/// for a large batch, on the pool's threads, which go on to the IO; the future gives the
+/// bytes moved or the lowest-numbered request's error. A bad request raises from the call
+/// itself, before any IO.
 std::future<std::size_t> run_batch(std::shared_ptr<BatchState> state)
 {
   auto& st     = *state;
-  auto& pool   = defaults::thread_pool();
   st.op        = st.direction == Direction::read ? "pread_batch" : "pwrite_batch";
   st.uring     = use_uring();
   st.direct_io = st.direction == Direction::read ? defaults::auto_direct_io_read()
@@ -541,56 +612,12 @@ std::future<std::size_t> run_batch(std::shared_ptr<BatchState> state)
   // A request larger than task_size is cut into task_size pieces, as pread() cuts it, so that
   // one large request among small ones does not leave the other threads idle.
   st.task_size = std::max<std::size_t>(defaults::task_size(), 4096);
-  st.threads   = std::max<std::size_t>(1, pool.get_thread_count());
-  // Filled by the checks, every entry (no value-initialisation here: that alone cost a
-  // serial pass over a large batch).
-  st.host          = std::make_unique_for_overwrite<detail::UringRequest[]>(st.count);
-  st.host_file     = std::make_unique_for_overwrite<detail::OpenHandle*[]>(st.count);
-  const auto pass  = CheckPass::run(state);
-  st.requests      = nullptr;
-  st.file_requests = nullptr;
-
-  st.items               = std::move(pass->block_items);
-  std::size_t item_count = 0;
-  for (std::size_t b = 0; b < pass->blocks; ++b) {
-    st.host_requests += pass->block_host[b];
-    item_count += st.items[b].size();
-  }
-  st.pool_pieces.reserve(item_count);
-  for (const auto& block : st.items) {
-    for (const auto& it : block) {
-      for (std::size_t done = 0; done < it.size; done += st.task_size) {
-        const std::size_t n = std::min(st.task_size, it.size - done);
-        if (it.info.host_accessible()) {
-          const auto& file = it.handle->file;
-          st.extra.push_back({file.fd(), it.buf + done, n, it.offset + done, &file.path(), 0, 0});
-          st.extra_item.push_back(&it);
-          ++st.host_requests;
-        } else {
-          st.pool_pieces.push_back({&it, done, n});
-        }
-      }
-    }
-  }
-  st.group_pool_pieces();
-  // The smallest slice: a pass through a ring (a few system calls for deep queues), or a
-  // short run of plain calls.
-  st.min_slice                = st.uring ? 8 : 2;
-  const std::size_t host_jobs = (st.host_requests + st.min_slice - 1) / st.min_slice;
-  const std::size_t jobs      = std::min(st.threads, std::max(host_jobs, st.pool_groups.size()));
-  if (jobs == 0) { return detail::ready_future(0); }
-  st.remaining_jobs = jobs;
-  auto future       = st.promise.get_future();
-  for (std::size_t j = 0; j < jobs; ++j) {
-    try {
-      pool.detach_task([state]() noexcept { state->run(); });
-    } catch (...) {
-      // As in parallel_io: the queued jobs take every request between them.
-      if (j == 0) { throw; }
-      if (st.remaining_jobs.fetch_sub(jobs - j) == jobs - j) { st.finish(); }
-      break;
-    }
-  }
+  st.threads   = std::max<std::size_t>(1, defaults::thread_pool().get_thread_count());
+  if (st.count == 0) { return detail::ready_future(0); }
+  auto future = st.promise.get_future();
+  st.start();
+  st.check_blocks();
+  if (!st.await_checks()) { std::rethrow_exception(st.check_error.get()); }
   return future;
 }
 

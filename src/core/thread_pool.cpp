@@ -36,8 +36,8 @@ std::once_flag atfork_once;
 // them in every child) without ever running their destructors.
 struct Abandoned {
   alignas(std::vector<std::thread>) unsigned char workers[sizeof(std::vector<std::thread>)];
-  alignas(std::queue<std::function<void()>>) unsigned char jobs[sizeof(
-    std::queue<std::function<void()>>)];
+  alignas(std::deque<std::function<void()>>) unsigned char jobs[sizeof(
+    std::deque<std::function<void()>>)];
 };
 std::vector<Abandoned*>* abandoned_after_fork = nullptr;
 
@@ -92,7 +92,7 @@ void ThreadPool::enqueue(std::function<void()> job)
 {
   std::lock_guard lock(mutex_);
   if (restart_) { start_locked(num_threads_); }
-  jobs_.push(std::move(job));
+  jobs_.push_back(std::move(job));
   queued_.store(jobs_.size(), std::memory_order_relaxed);
   wake_for_queue();
 }
@@ -102,8 +102,17 @@ void ThreadPool::detach_copies(std::size_t copies, const std::function<void()>& 
   if (copies == 0) { return; }
   std::lock_guard lock(mutex_);
   if (restart_) { start_locked(num_threads_); }
-  for (std::size_t i = 0; i < copies; ++i) {
-    jobs_.push(job);
+  // All or none: a copy that cannot be queued takes this call's others back out.
+  std::size_t queued = 0;
+  try {
+    for (; queued < copies; ++queued) {
+      jobs_.push_back(job);
+    }
+  } catch (...) {
+    for (; queued > 0; --queued) {
+      jobs_.pop_back();
+    }
+    throw;
   }
   queued_.store(jobs_.size(), std::memory_order_relaxed);
   wake_for_queue();
@@ -217,7 +226,7 @@ void ThreadPool::worker_loop()
     job_available_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
     if (jobs_.empty()) { return; }
     job = std::move(jobs_.front());
-    jobs_.pop();
+    jobs_.pop_front();
     queued_.store(jobs_.size(), std::memory_order_relaxed);
     ++running_;
     lock.unlock();
@@ -255,7 +264,7 @@ void ThreadPool::after_fork_in_child() noexcept
     new (&p->mutex_) std::mutex();
     new (&p->job_available_) std::condition_variable();
     new (&p->idle_) std::condition_variable();
-    new (&p->jobs_) std::queue<std::function<void()>>();
+    new (&p->jobs_) std::deque<std::function<void()>>();
     new (&p->workers_) std::vector<std::thread>();
     p->running_  = 0;
     p->spinning_ = 0;
