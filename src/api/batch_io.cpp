@@ -149,11 +149,13 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   // while a host buffer's query costs ~0.7 us under the driver's lock: below this many
   // requests the queries cost about what the reading would.
   static constexpr std::size_t mappings_from = 512;
+  // From this many requests per file (on average) reads go through each thread's own
+  // descriptor of the file (detail::OpenFile::read_fd_for_thread).
+  static constexpr std::size_t thread_fds_from = 256;
 
   Direction direction{};
   const char* op{""};
-  bool uring{false};      // host requests through io_uring, else POSIX calls on the pool threads
-  bool direct_io{false};  // the setting for `direction`, read once per batch
+  detail::BatchTransfer transfer;  // thread_fds decided once the checks know the files
   std::size_t task_size{0};
   std::size_t threads{1};
   // The requests, in one of two forms: the caller's vectors, read in the checks only.
@@ -358,9 +360,15 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       }
     }
     group_pool_pieces();
+    // Reads through the threads' own descriptors where many requests share few files: their
+    // descriptors are opened once per thread and file and kept with the file, so not for a
+    // batch of a request or two per file (a zarr array's chunks), which would hold a
+    // descriptor per thread for each of thousands of files.
+    transfer.thread_fds = direction == Direction::read && !transfer.direct_io && threads > 1 &&
+                          host_requests + pool_pieces.size() >= thread_fds_from * handles.size();
     // The smallest slice: a pass through a ring (a few system calls for deep queues), or a
     // short run of plain calls.
-    min_slice = uring ? 8 : 2;
+    min_slice = transfer.uring ? 8 : 2;
     const std::size_t needed =
       std::min(threads, std::max((host_requests + min_slice - 1) / min_slice, pool_groups.size()));
     if (needed > jobs) { launch(needed - jobs); }
@@ -479,15 +487,31 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     auto file_of  = [&](std::size_t k) -> const detail::OpenFile& {
       return in_extra ? extra_item[k]->handle->file : host_file[k]->file;
     };
-    if (uring) {
+    if (transfer.thread_fds) {
+      const detail::OpenFile* last = nullptr;
+      int fd                       = -1;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (const auto* f = &file_of(first + k); f != last) {
+          last = f;
+          fd   = f->read_fd_for_thread();
+        }
+        share[k].fd = fd;
+      }
+    }
+    if (transfer.uring) {
       detail::uring_io(direction, std::span<detail::UringRequest>(share, n));
     } else {
       for (std::size_t k = 0; k < n; ++k) {
         auto& r = share[k];
         if (r.size == 0) { continue; }
         try {
-          r.done = detail::posix_host_io(
-            direction, file_of(first + k), r.buf, r.size, r.offset, direct_io);
+          r.done = detail::posix_host_io(direction,
+                                         file_of(first + k),
+                                         r.buf,
+                                         r.size,
+                                         r.offset,
+                                         transfer.direct_io,
+                                         transfer.thread_fds);
         } catch (...) {
           error.record(index_of(first + k), std::current_exception());
         }
@@ -531,7 +555,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
                             it.offset + piece.buf_offset,
                             it.index});
         }
-        moved += detail::device_batch_io(direction, staged, uring, direct_io, report);
+        moved += detail::device_batch_io(direction, staged, transfer, report);
         continue;
       }
       const auto& piece = pool_pieces[group.begin];
@@ -604,11 +628,11 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
 /// itself, before any IO.
 std::future<std::size_t> run_batch(std::shared_ptr<BatchState> state)
 {
-  auto& st     = *state;
-  st.op        = st.direction == Direction::read ? "pread_batch" : "pwrite_batch";
-  st.uring     = use_uring();
-  st.direct_io = st.direction == Direction::read ? defaults::auto_direct_io_read()
-                                                 : defaults::auto_direct_io_write();
+  auto& st              = *state;
+  st.op                 = st.direction == Direction::read ? "pread_batch" : "pwrite_batch";
+  st.transfer.uring     = use_uring();
+  st.transfer.direct_io = st.direction == Direction::read ? defaults::auto_direct_io_read()
+                                                          : defaults::auto_direct_io_write();
   // A request larger than task_size is cut into task_size pieces, as pread() cuts it, so that
   // one large request among small ones does not leave the other threads idle.
   st.task_size = std::max<std::size_t>(defaults::task_size(), 4096);

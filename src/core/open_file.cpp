@@ -1,6 +1,7 @@
 #include "core/open_file.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,40 @@
 #include <kvikio/error.hpp>
 
 namespace kvikio::detail {
+namespace {
+
+constexpr int thread_fd_unopened = -1;
+constexpr int thread_fd_refused  = -2;
+
+/// The descriptors read_fd_for_thread holds open in this process, and how many it may: a
+/// quarter of the soft RLIMIT_NOFILE, at most 1024, so that the user's own opens never run
+/// out because of them.
+std::atomic<long> thread_fds_held{0};
+long thread_fds_allowed()
+{
+  if (open_file_test_hooks.thread_fds_allowed > 0) {
+    return open_file_test_hooks.thread_fds_allowed;
+  }
+  static const long allowed = [] {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+      return 1024L;
+    }
+    return static_cast<long>(std::min<rlim_t>(limit.rlim_cur / 4, 1024));
+  }();
+  return allowed;
+}
+
+/// This thread's slot in the files' descriptor tables; threads are numbered as they first ask,
+/// and past the table's size they share slots (sharing is correct, only slower).
+std::size_t this_thread_slot(std::size_t slots)
+{
+  static std::atomic<std::size_t> next{0};
+  thread_local const std::size_t slot = next.fetch_add(1, std::memory_order_relaxed);
+  return slot % slots;
+}
+
+}  // namespace
 
 int open_flags_from_mode(const std::string& flags)
 {
@@ -110,12 +145,74 @@ void OpenFile::open_direct() const noexcept
   }
 }
 
+int OpenFile::read_fd_for_thread() const noexcept
+{
+  if (!readable_ || fd_ < 0) { return fd_; }
+  auto* table = thread_fds_.load(std::memory_order_acquire);
+  if (table == nullptr) {
+    auto* fresh = new (std::nothrow) std::atomic<int>[thread_slots];
+    if (fresh == nullptr) { return fd_; }
+    for (std::size_t i = 0; i < thread_slots; ++i) {
+      fresh[i].store(thread_fd_unopened, std::memory_order_relaxed);
+    }
+    if (thread_fds_.compare_exchange_strong(table, fresh, std::memory_order_acq_rel)) {
+      table = fresh;
+    } else {
+      delete[] fresh;  // another thread's table won; `table` is it
+    }
+  }
+  auto& entry = table[this_thread_slot(thread_slots)];
+  int fd      = entry.load(std::memory_order_acquire);
+  if (fd == thread_fd_unopened) {
+    const int opened = open_for_thread();
+    fd               = opened >= 0 ? opened : thread_fd_refused;
+    int seen         = thread_fd_unopened;
+    if (!entry.compare_exchange_strong(seen, fd, std::memory_order_acq_rel)) {
+      // A thread sharing the slot opened one first: use that one.
+      if (opened >= 0) {
+        ::close(opened);
+        thread_fds_held.fetch_sub(1, std::memory_order_relaxed);
+      }
+      fd = seen;
+    }
+  }
+  return fd >= 0 ? fd : fd_;
+}
+
+int OpenFile::open_for_thread() const noexcept
+{
+  if (thread_fds_held.fetch_add(1, std::memory_order_relaxed) >= thread_fds_allowed()) {
+    thread_fds_held.fetch_sub(1, std::memory_order_relaxed);
+    return -1;
+  }
+  // Through /proc: the same inode even if the path was renamed or removed meanwhile; without
+  // /proc the shared descriptor serves.
+  const std::string proc = open_file_test_hooks.proc_fd_dir + std::to_string(fd_);
+  const int fd           = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) { thread_fds_held.fetch_sub(1, std::memory_order_relaxed); }
+  return fd;
+}
+
+void OpenFile::close_thread_fds() noexcept
+{
+  auto* table = thread_fds_.load(std::memory_order_acquire);
+  if (table == nullptr) { return; }
+  for (std::size_t i = 0; i < thread_slots; ++i) {
+    const int fd = table[i].exchange(thread_fd_refused, std::memory_order_acq_rel);
+    if (fd >= 0) {
+      ::close(fd);  // read-only: nothing to write back, nothing its close could report
+      thread_fds_held.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+}
+
 OpenFile::~OpenFile() noexcept
 {
   try {
     close();
   } catch (...) {  // a destructor cannot report it; close() is the checked way
   }
+  delete[] thread_fds_.load(std::memory_order_acquire);
 }
 
 void OpenFile::close()
@@ -126,6 +223,7 @@ void OpenFile::close()
     std::lock_guard lock(direct_mutex_);
     direct_opened_.store(true, std::memory_order_release);
   }
+  close_thread_fds();
   int err = 0;
   for (int* fd : {&fd_direct_, &fd_}) {
     if (*fd >= 0 && ::close(*fd) != 0 && err == 0) { err = errno; }

@@ -149,10 +149,13 @@ std::size_t posix_host_io(Direction direction,
                           char* buf,
                           std::size_t size,
                           std::size_t offset,
-                          bool direct_io)
+                          bool direct_io,
+                          bool thread_fd)
 {
   const bool write = direction == Direction::write;
-  auto exact       = [&](int fd, char* p, std::size_t n, std::size_t at) {
+  // The descriptor of the buffered parts.
+  const int buffered = thread_fd && !write ? file.read_fd_for_thread() : file.fd();
+  auto exact         = [&](int fd, char* p, std::size_t n, std::size_t at) {
     return write ? write_exact(fd, p, n, at, file.path()) : read_exact(fd, p, n, at, file.path());
   };
   if (direct_io && !write && file.fd_direct() >= 0 && size > 0 &&
@@ -160,14 +163,14 @@ std::size_t posix_host_io(Direction direction,
     const std::size_t done = read_overread(file, buf, size, offset);
     // Short only at the end of the file: the buffered read of the rest reports it (or reads
     // what a concurrent writer appended meanwhile).
-    if (done < size) { read_exact(file.fd(), buf + done, size - done, offset + done, file.path()); }
+    if (done < size) { read_exact(buffered, buf + done, size - done, offset + done, file.path()); }
     return size;
   }
   if (!direct_io || file.fd_direct() < 0 || size < page_size) {
-    return exact(file.fd(), buf, size, offset);
+    return exact(buffered, buf, size, offset);
   }
   auto [head, middle, tail] = split_for_direct_io(size, offset);
-  exact(file.fd(), buf, head, offset);
+  exact(buffered, buf, head, offset);
   if (is_page_aligned(buf + head)) {
     exact(file.fd_direct(), buf + head, middle, offset + head);
   } else {
@@ -181,7 +184,7 @@ std::size_t posix_host_io(Direction direction,
       if (!write) { std::memcpy(buf + head + pos, bounce, n); }
     }
   }
-  exact(file.fd(), buf + head + middle, tail, offset + head + middle);
+  exact(buffered, buf + head + middle, tail, offset + head + middle);
   return size;
 }
 

@@ -55,18 +55,19 @@ void file_transfers(Direction direction,
                     std::span<const DeviceBatchPiece> group,
                     std::vector<Slot>& slots,
                     char* pinned,
-                    bool uring,
-                    bool direct_io,
+                    const BatchTransfer& transfer,
                     const DeviceBatchFail& fail)
 {
-  if (uring) {
+  if (transfer.uring) {
     std::vector<UringRequest> requests;
     requests.reserve(group.size());
     for (std::size_t k = 0; k < group.size(); ++k) {
       if (slots[k].failed) { continue; }
       const auto& p = group[k];
-      requests.push_back(
-        {p.file->fd(), pinned + slots[k].place, p.size, p.offset, &p.file->path(), 0, 0});
+      const int fd  = transfer.thread_fds && direction == Direction::read
+                        ? p.file->read_fd_for_thread()
+                        : p.file->fd();
+      requests.push_back({fd, pinned + slots[k].place, p.size, p.offset, &p.file->path(), 0, 0});
     }
     uring_io(direction, requests);
     std::size_t r = 0;
@@ -86,8 +87,13 @@ void file_transfers(Direction direction,
     if (slots[k].failed) { continue; }
     const auto& p = group[k];
     try {
-      slots[k].done =
-        posix_host_io(direction, *p.file, pinned + slots[k].place, p.size, p.offset, direct_io);
+      slots[k].done = posix_host_io(direction,
+                                    *p.file,
+                                    pinned + slots[k].place,
+                                    p.size,
+                                    p.offset,
+                                    transfer.direct_io,
+                                    transfer.thread_fds);
     } catch (...) {
       slots[k].failed = true;
       fail(p.index, std::current_exception());
@@ -178,8 +184,7 @@ std::size_t alone(Direction direction, const DeviceBatchPiece& p, bool direct_io
 
 std::size_t device_batch_io(Direction direction,
                             std::span<const DeviceBatchPiece> pieces,
-                            bool uring,
-                            bool direct_io,
+                            const BatchTransfer& transfer,
                             const DeviceBatchFail& fail) noexcept
 {
   std::size_t moved = 0;
@@ -195,7 +200,7 @@ std::size_t device_batch_io(Direction direction,
     while (pos < pieces.size()) {
       if (pieces[pos].size > bounce.size()) {
         try {
-          moved += alone(direction, pieces[pos], direct_io);
+          moved += alone(direction, pieces[pos], transfer.direct_io);
         } catch (...) {
           fail(pieces[pos].index, std::current_exception());
         }
@@ -213,11 +218,11 @@ std::size_t device_batch_io(Direction direction,
       }
       const auto group = pieces.subspan(pos, end - pos);
       if (direction == Direction::read) {
-        file_transfers(direction, group, slots, bounce.data(), uring, direct_io, fail);
+        file_transfers(direction, group, slots, bounce.data(), transfer, fail);
         device_copies(direction, api, stream, group, slots, bounce.data(), fail);
       } else {
         device_copies(direction, api, stream, group, slots, bounce.data(), fail);
-        file_transfers(direction, group, slots, bounce.data(), uring, direct_io, fail);
+        file_transfers(direction, group, slots, bounce.data(), transfer, fail);
       }
       for (std::size_t k = 0; k < group.size(); ++k) {
         if (!slots[k].failed) { moved += slots[k].done; }

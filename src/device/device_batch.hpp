@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <span>
 
+#include "core/posix_io.hpp"
+
 namespace kvikio::detail {
 
 enum class Direction;
@@ -41,17 +43,15 @@ inline constexpr std::size_t device_batch_piece_max = 256 * 1024;
 using DeviceBatchFail = std::function<void(std::size_t index, std::exception_ptr error)>;
 
 /// Moves `pieces` (all in one context; any files) in groups that fit one pooled pinned
-/// buffer: the file transfers (through io_uring when `uring`, else POSIX calls with
-/// `direct_io`), then per group the copies of runs of pieces adjacent in device memory on
-/// this thread's stream and one cuStreamSynchronize. A piece larger than the buffer takes
-/// the pipelined path alone. Returns the bytes moved by the pieces that did not fail; never
-/// throws: each failure goes to `fail`, and the other pieces still run. Read sizes must be
-/// clamped to the file size by the caller (through io_uring a read that meets the end of the
-/// file early stops there and counts short, as host requests do).
+/// buffer: the file transfers (as `transfer` says), then per group the copies of runs of pieces
+/// adjacent in device memory on this thread's stream and one cuStreamSynchronize. A piece larger
+/// than the buffer takes the pipelined path alone. Returns the bytes moved by the pieces that did
+/// not fail; never throws: each failure goes to `fail`, and the other pieces still run. Read sizes
+/// must be clamped to the file size by the caller (through io_uring a read that meets the end of
+/// the file early stops there and counts short, as host requests do).
 std::size_t device_batch_io(Direction direction,
                             std::span<const DeviceBatchPiece> pieces,
-                            bool uring,
-                            bool direct_io,
+                            const BatchTransfer& transfer,
                             const DeviceBatchFail& fail) noexcept;
 
 }  // namespace kvikio::detail
