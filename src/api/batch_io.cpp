@@ -2,12 +2,14 @@
 // requests spread over the pool's threads, each submitting its share through its own
 // io_uring (or plain calls), and device requests through the usual device path.
 //
-// A large batch runs both phases in parallel (issue 14: a serial set-up on the calling thread
-// cost the batch a fifth of its IOPS against plain threads calling pread). The checks run in
-// blocks that the caller and the pool's threads take; the caller waits for every block, so
-// that a bad request still raises from the call itself, before any IO. The IO then runs in
-// slices taken off a shared cursor, shrinking as the batch drains, so that the threads finish
-// together instead of one of them holding a long last slice.
+// A large batch is handed to the pool once (issue 14: a serial set-up on the calling thread,
+// then a second hand-off for the IO, each cost the batch a share of its IOPS against plain
+// threads calling pread). Its jobs check blocks of requests beside the caller, wait for the
+// last block, then go straight on to the IO; the caller waits for the checks too, so that a
+// bad request still raises from the call itself, before any IO. The IO runs in slices taken
+// off a shared cursor, shrinking as the batch drains, so that the threads finish together
+// instead of one of them holding a long last slice. Reads of many requests per file go
+// through each thread's own descriptor of the file (detail::OpenFile::read_fd_for_thread).
 #include <kvikio/batch_io.hpp>
 
 #include <algorithm>
@@ -252,7 +254,11 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     // serial pass over a large batch).
     host      = std::make_unique_for_overwrite<detail::UringRequest[]>(count);
     host_file = std::make_unique_for_overwrite<detail::OpenHandle*[]>(count);
-    if (count >= parallel_from) { launch(threads); }
+    // One job fewer than there are cores: the caller checks too, and a thread of the checks
+    // that waited for a core would hold the others at the end of the checks for a scheduler
+    // slice (milliseconds). The checks queue the rest once they end (prepare_io).
+    const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
+    if (count >= parallel_from) { launch(std::min(threads, std::max<std::size_t>(1, cores - 1))); }
   }
 
   /// Queues `n` more jobs (all or none).
