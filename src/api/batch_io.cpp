@@ -264,14 +264,17 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   /// Queues `n` more jobs (all or none).
   void launch(std::size_t n)
   {
+    // Counted before they are queued: a queued job may end the checks, and read both, before
+    // this call returns.
     remaining_jobs += n;
+    jobs += n;
     try {
       defaults::thread_pool().detach_copies(n, [self = shared_from_this()] { self->job(); });
     } catch (...) {
       remaining_jobs -= n;
+      jobs -= n;
       throw;
     }
-    jobs += n;
   }
 
   /// What a job on the pool does: checks, then IO.
