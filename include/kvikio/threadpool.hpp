@@ -74,7 +74,7 @@ class KVIKIO_EXPORT ThreadPool {
 
  private:
   void enqueue(std::function<void()> job);
-  void wake_for_queue();  // under mutex_, after queuing
+  void wake_for_queue(std::size_t added);  // under mutex_, after queuing `added` jobs
   void start(unsigned int num_threads);
   void start_locked(unsigned int num_threads);
   void stop();

@@ -94,7 +94,7 @@ void ThreadPool::enqueue(std::function<void()> job)
   if (restart_) { start_locked(num_threads_); }
   jobs_.push_back(std::move(job));
   queued_.store(jobs_.size(), std::memory_order_relaxed);
-  wake_for_queue();
+  wake_for_queue(1);
 }
 
 void ThreadPool::detach_copies(std::size_t copies, const std::function<void()>& job)
@@ -115,18 +115,19 @@ void ThreadPool::detach_copies(std::size_t copies, const std::function<void()>& 
     throw;
   }
   queued_.store(jobs_.size(), std::memory_order_relaxed);
-  wake_for_queue();
+  wake_for_queue(copies);
 }
 
-void ThreadPool::wake_for_queue()
+void ThreadPool::wake_for_queue(std::size_t added)
 {
   // A spinning worker takes a job without a wake-up (it looks at the queue under the lock,
-  // and spins on when another took the job first): wake sleepers only for the jobs the
-  // spinners cannot all take. Notified under the lock: once it is released the caller
-  // touches the pool no more, so a job may destroy its own pool even while the call that
-  // queued it is returning.
+  // and spins on when another took the job first): wake sleepers only for the added jobs
+  // that the spinners cannot all take (the jobs queued before had their own wake-ups).
+  // Notified under the lock: once it is released the caller touches the pool no more, so a
+  // job may destroy its own pool even while the call that queued it is returning.
   const std::size_t sleepers = workers_.size() - std::min(workers_.size(), running_ + spinning_);
-  const std::size_t wanted   = jobs_.size() > spinning_ ? jobs_.size() - spinning_ : 0;
+  const std::size_t wanted =
+    std::min(added, jobs_.size() > spinning_ ? jobs_.size() - spinning_ : 0);
   if (wanted >= sleepers && sleepers > 1) {
     job_available_.notify_all();
   } else {
