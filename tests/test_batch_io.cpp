@@ -652,3 +652,44 @@ TEST(ThreadDescriptors, OnlyAShareOfTheProcessDescriptorsIsTaken)
   files.clear();
   hooks.thread_fds_allowed = 0;
 }
+
+// Small reads outside batches (read(), pread().get()) run on the calling thread: through the
+// file's own descriptor while one thread reads it, through each thread's own once several do.
+TEST(ThreadDescriptors, SmallReadsOfSeveralThreadsUseTheirOwnDescriptors)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  const auto data = random_bytes(4 * 1024 * 1024 + 9, 8);
+  const auto path = dir.file("small.bin");
+  write_file(path, data);
+  FileHandle f(path, "r");
+  auto small_reads = [&](unsigned seed, bool futures) {
+    std::mt19937 rng(seed);
+    std::vector<char> buf(5000);
+    for (int i = 0; i < 300; ++i) {
+      const std::size_t size   = 1 + rng() % buf.size();
+      const std::size_t offset = rng() % (data.size() - size);
+      const std::size_t got =
+        futures ? f.pread(buf.data(), size, offset).get() : f.read(buf.data(), size, offset, 0);
+      ASSERT_EQ(got, size);
+      ASSERT_TRUE(std::equal(buf.begin(),
+                             buf.begin() + static_cast<long>(size),
+                             data.begin() + static_cast<long>(offset)))
+        << "read " << i << " of thread " << seed;
+    }
+  };
+  small_reads(1, false);
+  small_reads(2, true);
+  EXPECT_EQ(descriptors_of(path), 1U) << "one reading thread opened another descriptor";
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] { small_reads(10 + t, t % 2 == 0); });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  EXPECT_GE(descriptors_of(path), 2U) << "threads sharing the file shared its descriptor";
+  EXPECT_LE(descriptors_of(path), 1U + 4) << "more descriptors than reading threads";
+  f.close();
+  EXPECT_EQ(descriptors_of(path), 0U);
+}

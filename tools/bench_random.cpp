@@ -1,8 +1,9 @@
 // `kvikio bench --pattern random` (issue 14): IOPS of small random reads of a hot file.
 // Every way is timed in the same run, repetition after repetition, next to its limit: single
 // read() calls and pread().get() one at a time against one thread calling pread(2) in a loop;
-// the batch call (with the configured backend, and with the thread pool) against the same
-// threads calling pread(2) from a shared counter. Each timed run repeats its reads until it
+// read() from as many threads of the caller's own sharing the FileHandle, and the batch call
+// (with the configured backend, and with the thread pool), against the same threads calling
+// pread(2) from a shared counter. Each timed run repeats its reads until it
 // has lasted a quarter of a second, so fixed costs (thread starts, first-use set-up) do not
 // count. `--pattern open` times open + one read + close through FileHandle against the plain
 // calls.
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <random>
@@ -69,30 +71,21 @@ double rate_of(std::size_t ops, F&& pass)
   return static_cast<double>(done) / elapsed;
 }
 
-/// The limit: `threads` threads (the caller alone for 1) calling pread(2) for the requests,
-/// taken off a shared counter; read i lands in slot i % slots of `buf`.
-void plain_loop(int fd,
-                char* buf,
-                const std::vector<std::size_t>& offsets,
-                std::size_t io_size,
-                std::size_t slots,
-                unsigned threads)
+/// `threads` threads (the caller alone for 1) calling `read_one(i)` for every i < count,
+/// taken off a shared counter; the first error stops them all and is thrown.
+template <typename F>
+void parallel_loop(std::size_t count, unsigned threads, F&& read_one)
 {
   std::atomic<std::size_t> next{0};
-  std::atomic<int> error{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
   auto worker = [&] {
-    for (std::size_t i = next++; i < offsets.size() && error == 0; i = next++) {
-      char* p = buf + (i % slots) * io_size;
-      for (std::size_t done = 0; done < io_size;) {
-        const ssize_t n =
-          ::pread(fd, p + done, io_size - done, static_cast<off_t>(offsets[i] + done));
-        if (n <= 0) {
-          if (n < 0 && errno == EINTR) { continue; }
-          error = n < 0 ? errno : EIO;
-          return;
-        }
-        done += static_cast<std::size_t>(n);
+    try {
+      for (std::size_t i = next++; i < count && !failed; i = next++) {
+        read_one(i);
       }
+    } catch (...) {
+      if (!failed.exchange(true)) { error = std::current_exception(); }
     }
   };
   if (threads == 1) {
@@ -106,7 +99,30 @@ void plain_loop(int fd,
       t.join();
     }
   }
-  if (error != 0) { throw GenericSystemError(error.load(), "plain random pread loop failed"); }
+  if (error) { std::rethrow_exception(error); }
+}
+
+/// The limit: `threads` threads calling pread(2) for the requests; read i lands in slot
+/// i % slots of `buf`.
+void plain_loop(int fd,
+                char* buf,
+                const std::vector<std::size_t>& offsets,
+                std::size_t io_size,
+                std::size_t slots,
+                unsigned threads)
+{
+  parallel_loop(offsets.size(), threads, [&](std::size_t i) {
+    char* p = buf + (i % slots) * io_size;
+    for (std::size_t done = 0; done < io_size;) {
+      const ssize_t n =
+        ::pread(fd, p + done, io_size - done, static_cast<off_t>(offsets[i] + done));
+      if (n < 0 && errno == EINTR) { continue; }
+      if (n <= 0) {
+        throw GenericSystemError(n < 0 ? errno : EIO, "plain random pread loop failed");
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  });
 }
 
 int open_file(const std::string& path)
@@ -187,6 +203,12 @@ int run_bench_random(const RandomBenchOptions& o)
       f.read(ours + (i % slots) * o.io_size, o.io_size, offsets[i], 0);
     }
   };
+  // The same reads from o.threads threads of the caller's own, sharing the FileHandle.
+  auto threaded_reads = [&](std::size_t n, unsigned threads) {
+    parallel_loop(n, threads, [&](std::size_t i) {
+      f.read(ours + (i % slots) * o.io_size, o.io_size, offsets[i], 0);
+    });
+  };
   auto pread_gets = [&](std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
       f.pread(ours + (i % slots) * o.io_size, o.io_size, offsets[i]).get();
@@ -198,6 +220,7 @@ int run_bench_random(const RandomBenchOptions& o)
     defaults::set("batch_backend", backend);
   };
   check("FileHandle::read", [&] { reads(slots); });
+  check("FileHandle::read, N threads", [&] { threaded_reads(slots, o.threads); });
   check("pread().get()", [&] { pread_gets(slots); });
   check("pread_batch", [&] { f.pread_batch(first_requests).get(); });
   with_pool_backend(
@@ -206,6 +229,7 @@ int run_bench_random(const RandomBenchOptions& o)
   Way plain1{"pread(2), 1 thread", {}};
   Way plainN{"pread(2), N threads", {}};
   Way single{"FileHandle::read", {}};
+  Way singleN{"FileHandle::read, N threads", {}};
   Way pget{"pread().get()", {}};
   Way handoff{"pool hand-off (empty job)", {}};
   Way batch{"pread_batch", {}};
@@ -239,12 +263,15 @@ int run_bench_random(const RandomBenchOptions& o)
     // The parallel ways take turns at going first: the first after the single-thread ways ran
     // a few percent slower whichever it was (H200: two runs of the same backend differed by
     // 2-9% by their place alone).
-    std::array<std::function<void()>, 3> parallel{
+    std::array<std::function<void()>, 4> parallel{
       [&] {
         plainN.runs.push_back(rate_of(
           o.count, [&] { plain_loop(fd, limit.data(), offsets, o.io_size, slots, o.threads); }));
       },
       [&] { batch.runs.push_back(rate_of(o.count, timed_batch)); },
+      [&] {
+        singleN.runs.push_back(rate_of(o.count, [&] { threaded_reads(o.count, o.threads); }));
+      },
       [&] {
         with_pool_backend([&] {
           batch_pool.runs.push_back(rate_of(o.count, [&] { f.pread_batch(requests).get(); }));
@@ -254,7 +281,7 @@ int run_bench_random(const RandomBenchOptions& o)
       parallel[(rep + k) % parallel.size()]();
     }
   }
-  for (Way* w : {&plain1, &plainN, &single, &pget, &handoff, &batch, &batch_pool}) {
+  for (Way* w : {&plain1, &plainN, &single, &singleN, &pget, &handoff, &batch, &batch_pool}) {
     w->iops = bench::median(w->runs);
   }
   const std::string in_use = batch_backend();
@@ -274,12 +301,14 @@ int run_bench_random(const RandomBenchOptions& o)
       .field("plain_pread_n_threads_iops", plainN.iops)
       .field("read_iops", single.iops)
       .field("read_us", 1e6 / single.iops)
+      .field("read_n_threads_iops", singleN.iops)
       .field("pread_get_iops", pget.iops)
       .field("pool_handoff_us", 1e6 / handoff.iops)
       .field("batch_iops", batch.iops)
       .field("batch_thread_pool_iops", batch_pool.iops)
       .field("read_time_ratio_to_pread", plain1.iops / single.iops)
       .field("pread_get_time_ratio_to_pread", plain1.iops / pget.iops)
+      .field("read_n_threads_ratio_to_plain_parallel", singleN.iops / plainN.iops)
       .field("batch_ratio_to_plain_parallel", batch.iops / plainN.iops)
       .field("batch_thread_pool_ratio_to_plain_parallel", batch_pool.iops / plainN.iops)
       .field("batch_ratio_to_pread_get", batch.iops / pget.iops)
@@ -299,6 +328,7 @@ int run_bench_random(const RandomBenchOptions& o)
   row(single, &plain1);
   row(pget, &plain1);
   row(handoff, nullptr);
+  row(singleN, &plainN);
   row(batch, &plainN);
   row(batch_pool, &plainN);
   std::printf("FileHandle::read into %s memory: %.2f us per read (%.2fx the time of pread(2))\n",

@@ -137,7 +137,7 @@ bool cached_read_now(const detail::OpenFile& file,
   file.require(Direction::read);
   check_range(file.path(), size, file_offset);
   if (defaults::auto_direct_io_read() && file.fd_direct() >= 0) { return false; }
-  const ssize_t n = detail::read_if_cached(file.fd(), buf, size, file_offset);
+  const ssize_t n = detail::read_if_cached(file.small_read_fd(), buf, size, file_offset);
   return n >= 0 && static_cast<std::size_t>(n) == size;
 }
 

@@ -179,6 +179,21 @@ int OpenFile::read_fd_for_thread() const noexcept
   return fd >= 0 ? fd : fd_;
 }
 
+int OpenFile::small_read_fd() const noexcept
+{
+  // Loaded, not written, once settled: the flags stay in every reader's cache.
+  if (many_readers_.load(std::memory_order_relaxed)) { return read_fd_for_thread(); }
+  thread_local const char this_thread{};
+  const auto me = reinterpret_cast<std::uintptr_t>(&this_thread);
+  auto first    = first_reader_.load(std::memory_order_relaxed);
+  if (first == me ||
+      (first == 0 && first_reader_.compare_exchange_strong(first, me, std::memory_order_relaxed))) {
+    return fd_;
+  }
+  many_readers_.store(true, std::memory_order_relaxed);
+  return read_fd_for_thread();
+}
+
 int OpenFile::open_for_thread() const noexcept
 {
   if (thread_fds_held.fetch_add(1, std::memory_order_relaxed) >= thread_fds_allowed()) {

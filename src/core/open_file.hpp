@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +48,11 @@ class OpenFile {
   /// many such descriptors (a share of RLIMIT_NOFILE, at most 1024). Threads past the 64th
   /// share descriptors. Closed with the file.
   [[nodiscard]] int read_fd_for_thread() const noexcept;
+  /// The descriptor for a small read on the calling thread: fd() while one thread reads the
+  /// file this way, and each thread's own (read_fd_for_thread) once a second thread has: so
+  /// that a file read once (a zarr chunk) or by one thread costs no second open, and threads
+  /// sharing a FileHandle for small reads do not share one description.
+  [[nodiscard]] int small_read_fd() const noexcept;
   /// Why fd_direct() is -1 (the O_DIRECT open's error), empty when it is open.
   [[nodiscard]] const std::string& direct_io_error() const noexcept
   {
@@ -108,6 +114,10 @@ class OpenFile {
   // yet, -2 refused (fd_ is used).
   static constexpr std::size_t thread_slots = 64;
   mutable std::atomic<std::atomic<int>*> thread_fds_{nullptr};
+  // small_read_fd's memory of who reads: the first thread (its id, 0 before any), and whether
+  // another has since.
+  mutable std::atomic<std::uintptr_t> first_reader_{0};
+  mutable std::atomic<bool> many_readers_{false};
 };
 
 /// Test hooks for the O_DIRECT open (reliability audit #13); never set outside tests.
