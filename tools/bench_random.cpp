@@ -3,10 +3,9 @@
 // read() calls and pread().get() one at a time against one thread calling pread(2) in a loop;
 // read() from as many threads of the caller's own sharing the FileHandle, and the batch call
 // (with the configured backend, and with the thread pool), against the same threads calling
-// pread(2) from a shared counter. Each timed run repeats its reads until it
-// has lasted a quarter of a second, so fixed costs (thread starts, first-use set-up) do not
-// count. `--pattern open` times open + one read + close through FileHandle against the plain
-// calls.
+// pread(2) from a shared counter. Each timed run repeats its reads until it has lasted a
+// quarter of a second, so fixed costs (thread starts, first-use set-up) do not count.
+// `--pattern open` times open + one read + close through FileHandle against the plain calls.
 #include "bench_random.hpp"
 
 #include <fcntl.h>
