@@ -623,6 +623,10 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   /// request's error. After failed checks nobody holds the future: the caller raised.
   void finish()
   {
+    // The files are let go before the future is ready: the jobs may hold this state a moment
+    // longer, and a caller that closes a file right after get() must find its FileHandle the
+    // only owner, so that close() closes the descriptors then (and reports their errors).
+    handles.clear();
     if (const auto& e = error.get() ? error.get() : check_error.get()) {
       promise.set_exception(e);
     } else {
