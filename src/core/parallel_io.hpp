@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <new>
 #include <utility>
 
@@ -46,7 +47,7 @@ std::future<std::size_t> parallel_io(Op op,
   if (pieces.count() == 1) {
     // One piece (every small request): one job and one promise, none of the gathering.
     struct Single {
-      Op op;
+      std::optional<Op> op;
       TaskRange piece;
       std::promise<std::size_t> promise;
     };
@@ -55,10 +56,18 @@ std::future<std::size_t> parallel_io(Op op,
     if (fail_enqueue_at_for_testing.load() == 0) { throw std::bad_alloc(); }
     pool.detach_task([single]() noexcept {
       KVIKIO_NVTX_SCOPED_RANGE("task", single->piece.size);
+      std::size_t bytes = 0;
+      std::exception_ptr error;
       try {
-        single->promise.set_value(single->op(single->piece));
+        bytes = (*single->op)(single->piece);
       } catch (...) {
-        single->promise.set_exception(std::current_exception());
+        error = std::current_exception();
+      }
+      single->op.reset();  // before the future is ready: see Gather::finish
+      if (error) {
+        single->promise.set_exception(error);
+      } else {
+        single->promise.set_value(bytes);
       }
     });
     return future;
@@ -69,7 +78,7 @@ std::future<std::size_t> parallel_io(Op op,
     Gather(Op o, TaskPieces p, std::size_t jobs) : op(std::move(o)), pieces(p), remaining_jobs(jobs)
     {
     }
-    Op op;
+    std::optional<Op> op;
     TaskPieces pieces;
     std::atomic<std::size_t> next_piece{0};
     std::atomic<std::size_t> remaining_jobs;
@@ -80,6 +89,11 @@ std::future<std::size_t> parallel_io(Op op,
 
     void finish()
     {
+      // What `op` holds (the file) goes before the future is ready: the jobs hold this state
+      // until the pool drops them, a moment later, and a caller that closes the file right
+      // after get() must find its FileHandle the only owner, so that close() closes the
+      // descriptors then and reports their errors (a write-back error at close on NFS).
+      op.reset();
       if (first_error) {
         promise.set_exception(first_error);
       } else {
@@ -92,7 +106,7 @@ std::future<std::size_t> parallel_io(Op op,
       for (std::size_t i = next_piece++; i < pieces.count(); i = next_piece++) {
         KVIKIO_NVTX_SCOPED_RANGE("task", pieces[i].size);
         try {
-          bytes += op(pieces[i]);
+          bytes += (*op)(pieces[i]);
         } catch (...) {
           std::lock_guard lock(error_mutex);
           if (!first_error) { first_error = std::current_exception(); }
