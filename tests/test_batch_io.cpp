@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -30,6 +29,7 @@
 using kvikio::FileHandle;
 using kvikio::FileIORequest;
 using kvikio::IORequest;
+using kvikio::test::descriptors_of;
 using kvikio::test::random_bytes;
 using kvikio::test::read_file;
 using kvikio::test::TempDir;
@@ -308,21 +308,6 @@ TEST_P(BatchIO, AnErrorInTheMiddleReportsTheFirstAfterEveryRequestFinished)
   }
   out.close();
   EXPECT_EQ(read_file(dir.file("ok.bin")), data);
-}
-
-/// The descriptors this process holds on the file at `path` (by inode: io_uring rings and
-/// other descriptors the library opens do not count).
-std::size_t descriptors_of(const std::string& path)
-{
-  struct stat want {};
-  if (::stat(path.c_str(), &want) != 0) { return 0; }
-  std::size_t n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-    struct stat st {};
-    const int fd = std::stoi(entry.path().filename().string());
-    if (::fstat(fd, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino) { ++n; }
-  }
-  return n;
 }
 
 // Issue 14: threads reading one file through one open file description all update its

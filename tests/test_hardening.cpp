@@ -18,7 +18,6 @@
 #include <memory>
 #include <new>
 #include <cstddef>
-#include <filesystem>
 #include <future>
 #include <string>
 #include <thread>
@@ -319,21 +318,6 @@ TEST(Hardening, WithoutProcADirectOpenOfAnotherFileTurnsDirectIoOff)
 // close() right after get() must close the descriptors then, with its checked close(2) (a
 // write-back error on NFS is reported there): the pool's jobs hold the request a moment
 // after they fulfil the future, so they must let the file go before they do.
-namespace {
-std::size_t descriptors_of(const std::string& path)
-{
-  struct stat want {};
-  if (::stat(path.c_str(), &want) != 0) { return 0; }
-  std::size_t n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-    struct stat st {};
-    const int fd = std::stoi(entry.path().filename().string());
-    if (::fstat(fd, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino) { ++n; }
-  }
-  return n;
-}
-}  // namespace
-
 TEST(Hardening, CloseRightAfterGetClosesTheDescriptorsThen)
 {
   TempDir dir;
@@ -347,7 +331,8 @@ TEST(Hardening, CloseRightAfterGetClosesTheDescriptorsThen)
     ASSERT_EQ(f.pwrite(data.data(), data.size(), 0, 64 * 1024).get(), data.size());
     ASSERT_EQ(f.pwrite(data.data(), 100, 0).get(), 100U);
     f.close();
-    ASSERT_EQ(descriptors_of(path), 0U) << "round " << round << ": close() left the file open";
+    ASSERT_EQ(kvikio::test::descriptors_of(path), 0U)
+      << "round " << round << ": close() left the file open";
   }
   EXPECT_EQ(read_file(path), data);
 }

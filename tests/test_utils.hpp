@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the test binaries: temporary directories and random contents.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -59,6 +60,21 @@ inline std::vector<char> read_file(const std::string& path)
 {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+/// The descriptors this process holds on the file at `path`, matched by inode (io_uring rings
+/// and other descriptors the library opens do not count); 0 if `path` does not exist.
+inline std::size_t descriptors_of(const std::string& path)
+{
+  struct stat want {};
+  if (::stat(path.c_str(), &want) != 0) { return 0; }
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    struct stat st {};
+    const int fd = std::stoi(entry.path().filename().string());
+    if (::fstat(fd, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino) { ++n; }
+  }
+  return n;
 }
 
 /// Sets settings for one scope and restores them after.

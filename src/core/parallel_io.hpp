@@ -7,8 +7,8 @@
 #include <future>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <new>
+#include <optional>
 #include <utility>
 
 #include <kvikio/defaults.hpp>
