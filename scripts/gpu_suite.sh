@@ -38,7 +38,8 @@
 #                    S3 examples run with CuPy buffers too
 set -u
 # GPU_SUITE_STAGES: any of "tests" (steps 2, 3), "bench" (4, 4b, 5), "compare" (4's upstream
-# comparison alone), "random" (4's small-read benches alone) and "image" (6); default
+# comparison alone), "random" (4's small-read benches alone), "many" (many requests in flight,
+# against upstream) and "image" (6); default
 # "tests bench". One stage per call fits the device tool's 10 minutes; each builds first
 # (incrementally when the machine is still warm).
 STAGES=${GPU_SUITE_STAGES:-tests bench}
@@ -95,6 +96,25 @@ if [ -d "$SRC/.whl" ]; then
     --target /tmp/site "$SRC"/.whl/*.whl >> "$OUT/build.log" 2>&1
   export PYTHONPATH=/tmp/site
 fi
+
+# Upstream KvikIO's wheels (kvikio-cu13, libkvikio-cu13, and rapids-logger and cuda-pathfinder
+# that libkvikio loads) in a folder of their own, and $UPY: python3 with that folder first on
+# PYTHONPATH. Not a venv: python3 there is itself a venv (/opt/torch/.venv), whose NumPy and
+# CuPy a second venv's --system-site-packages would not see. Upstream 26.10 supports zarr <
+# 3.2: its comparisons run zarr 3.1.6 (.gpu-deps/zarr31, in $ZARR31).
+setup_upstream() {
+  UPSITE=/tmp/kvikio-upstream-site ZARR31=/tmp/zarr31 UPY=/tmp/kvikio-upstream-python
+  if [ ! -x "$UPY" ]; then
+    { python3 -m pip install -q --no-index --no-deps --no-compile --target "$UPSITE" \
+        "$SRC"/.gpu-deps/upstream/*.whl && \
+      python3 -m pip install -q --no-index --no-deps --no-compile --target "$ZARR31" \
+        "$SRC"/.gpu-deps/zarr31/*.whl; } > "$OUT/upstream.log" 2>&1
+    printf '#!/bin/sh\nPYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH} exec python3 "$@"\n' "$UPSITE" > "$UPY"
+    chmod +x "$UPY"
+  fi
+  (cd /tmp && "$UPY" -c 'import kvikio; print("upstream kvikio", kvikio.__version__, kvikio.__file__)') \
+    >> "$OUT/upstream.log" 2>&1 || note "upstream kvikio does not import (upstream.log): $(tail -1 "$OUT/upstream.log")"
+}
 
 # --- 1. build ------------------------------------------------------------------------------
 t0=$(date +%s)
@@ -239,19 +259,7 @@ fi
 if stage bench || stage compare; then
 cd "$BUILD"
 if ls "$SRC"/.gpu-deps/upstream/kvikio_cu13-*.whl > /dev/null 2>&1; then
-  # Not a venv: python3 there is itself a venv (/opt/torch/.venv), whose NumPy and CuPy a
-  # second venv's --system-site-packages would not see. Upstream's package goes into its own
-  # folder, put first on PYTHONPATH by a wrapper, so it shadows ours only in that process.
-  # Upstream 26.10 supports zarr < 3.2: both sides run zarr 3.1.6 (.gpu-deps/zarr31).
-  UPSITE=/tmp/kvikio-upstream-site ZARR31=/tmp/zarr31 UPY=/tmp/kvikio-upstream-python
-  if [ ! -x "$UPY" ]; then
-    { python3 -m pip install -q --no-index --no-deps --no-compile --target "$UPSITE" \
-        "$SRC"/.gpu-deps/upstream/*.whl && \
-      python3 -m pip install -q --no-index --no-deps --no-compile --target "$ZARR31" \
-        "$SRC"/.gpu-deps/zarr31/*.whl; } > "$OUT/upstream.log" 2>&1
-    printf '#!/bin/sh\nPYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH} exec python3 "$@"\n' "$UPSITE" > "$UPY"
-    chmod +x "$UPY"
-  fi
+  setup_upstream
   export PYTHONPATH=$ZARR31:${PYTHONPATH:-}
   (cd /tmp && "$UPY" -c 'import kvikio, kvikio.zarr, zarr; print("upstream kvikio", kvikio.__version__, kvikio.__file__, "zarr", zarr.__version__)') \
     >> "$OUT/upstream.log" 2>&1 || note "upstream kvikio does not import (upstream.log): $(tail -1 "$OUT/upstream.log")"
@@ -267,6 +275,29 @@ if ls "$SRC"/.gpu-deps/upstream/kvikio_cu13-*.whl > /dev/null 2>&1; then
 else
   note "upstream comparison: skipped (no .gpu-deps/upstream/kvikio_cu13-*.whl)"
 fi
+fi
+
+# Many requests in flight (issue 28): N preads before the first get() against one pread, host
+# and device (CuPy and torch), 16 threads of 4 KiB read() and the seed's checkpoint pattern,
+# ours and upstream's wheels in the same run; the C++ tool's --pattern many beside them.
+if stage many; then
+  cd "$BUILD"
+  KVIKIO=$BUILD/tools/kvikio
+  if ls "$SRC"/.gpu-deps/upstream/kvikio_cu13-*.whl > /dev/null 2>&1; then
+    setup_upstream
+    UPSTREAM_ARGS=(--compare-upstream "$UPY")
+  else
+    UPSTREAM_ARGS=()
+    note "many: upstream comparison skipped (no .gpu-deps/upstream/kvikio_cu13-*.whl)"
+  fi
+  timeout 300 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.many_io --dir /var/tmp \
+    "${UPSTREAM_ARGS[@]}" > "$OUT/many_io.txt" 2>> "$OUT/bench.err"
+  note "many_io: rc=$?"
+  for mem in host device; do
+    timeout 120 env KVIKIO_COMPAT_MODE=ON "$KVIKIO" bench --pattern many --memory $mem --size 4GiB \
+      --threads 16 --repetitions 3 > "$OUT/bench_many_$mem.txt" 2>> "$OUT/bench.err"
+    note "bench --pattern many --memory $mem: rc=$?"
+  done
 fi
 
 if stage bench; then
@@ -350,7 +381,7 @@ echo
 echo "================ summary ================"
 cat "$SUMMARY"
 [ -f "$OUT/info.txt" ] && sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
-for f in bench_posix bench_cufile bench_cold bench_random_host bench_random_device bench_remote_random bench_open before_after overhead s3_upload zarr zarr_upstream open_read_close \
+for f in many_io bench_many_host bench_many_device bench_posix bench_cufile bench_cold bench_random_host bench_random_device bench_remote_random bench_open before_after overhead s3_upload zarr zarr_upstream open_read_close \
          "${MULTI_FILES[@]}"; do
   [ -f "$OUT/$f.txt" ] && { echo "--- $f"; cat "$OUT/$f.txt"; }
 done

@@ -241,3 +241,70 @@ def test_dlpack_cuda_tensor_is_asked_for_the_legacy_stream(cupy, tmp_path):
             assert f.write(wrapped) == a.nbytes
     assert wrapped.kwargs["stream"] == 1
     np.testing.assert_array_equal(np.fromfile(path, dtype=np.uint32), _expected_fill(n, 0x3C3C3C3C))
+
+
+# Issue 28: the caller's ordering holds without declaring a stream. A write stores what was
+# queued before the call on ANY stream of the context (kvikio waits for the context once per
+# write request), and a read's destination is complete when read() or get() returns.
+@pytest.mark.parametrize("nbytes", [4096, 3 << 20])
+def test_write_waits_for_a_kernel_on_an_undeclared_non_blocking_stream(cupy, tmp_path, nbytes):
+    n = nbytes // 4
+    a = cupy.zeros(n, dtype=cupy.uint32)
+    cupy.cuda.Device().synchronize()
+    stream = cupy.cuda.Stream(non_blocking=True)
+    _slow_fill_on(cupy, stream, a, 0x77777777)
+    assert a.__cuda_array_interface__.get("stream") in (None, 1, 2), "no stream is declared"
+    assert not stream.done, "the kernel must still be running for the test to mean anything"
+    path = tmp_path / "w.bin"
+    with kvikio.defaults.set({"num_threads": 4, "task_size": 1 << 20}):
+        with kvikio.CuFile(path, "w") as f:
+            assert f.pwrite(a).get() == a.nbytes
+    np.testing.assert_array_equal(np.fromfile(path, dtype=np.uint32), _expected_fill(n, 0x77777777))
+
+
+def test_write_waits_for_a_kernel_on_cupys_default_stream(cupy, tmp_path):
+    n = 1 << 20
+    a = cupy.zeros(n, dtype=cupy.uint32)
+    cupy.cuda.Device().synchronize()
+    _slow_fill_on(cupy, cupy.cuda.Stream.null, a, 0x1234)
+    path = tmp_path / "w.bin"
+    with kvikio.CuFile(path, "w") as f:
+        assert f.write(a) == a.nbytes
+    np.testing.assert_array_equal(np.fromfile(path, dtype=np.uint32), _expected_fill(n, 0x1234))
+
+
+@pytest.mark.parametrize("nbytes", [4096, 3 << 20])
+def test_write_waits_for_work_on_a_torch_side_stream(torch_cuda, tmp_path, nbytes):
+    torch = torch_cuda
+    t = torch.zeros(nbytes, dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(600_000_000)
+        t.fill_(0xAB)
+    assert not side.query(), "the side stream must still be busy for the test to mean anything"
+    path = tmp_path / "t.bin"
+    with kvikio.CuFile(path, "w") as f:  # the side stream is not current here
+        assert f.write(t) == nbytes
+    assert path.read_bytes() == b"\xab" * nbytes
+
+
+@pytest.mark.parametrize("nbytes", [4096, 300_000, 5 << 20])
+def test_read_is_complete_for_any_stream_when_it_returns(cupy, tmp_path, random_bytes, nbytes):
+    data = random_bytes(nbytes)
+    path = tmp_path / "r.bin"
+    path.write_bytes(data.tobytes())
+    a = cupy.zeros(nbytes, dtype=cupy.uint8)
+    cupy.cuda.Device().synchronize()
+    other = cupy.cuda.Stream(non_blocking=True)
+    with kvikio.CuFile(path, "r") as f:
+        assert f.read(a) == nbytes
+        with other:  # ordered after nothing of ours: only complete bytes may be seen
+            b = a.copy()
+        futures = [f.pread(a[i : i + 4096], file_offset=i) for i in range(0, min(nbytes, 1 << 20), 4096)]
+        assert sum(fu.get() for fu in futures) == min(nbytes, 1 << 20)
+        with other:
+            c = a.copy()
+    other.synchronize()
+    np.testing.assert_array_equal(b.get(), data)
+    np.testing.assert_array_equal(c.get(), data)

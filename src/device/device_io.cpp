@@ -16,13 +16,12 @@ namespace kvikio::detail {
 namespace {
 
 // Reads up to this size have nothing to overlap: one file read into a pinned buffer and one
-// copy cost less than the pipeline's set-up (issue 14).
-constexpr std::size_t small_read_max = 64 * 1024;
-// A larger read is staged in about this many chunks (none under small_read_max), so that the
-// file read of one chunk overlaps the copy of the one before: without it a 1 MiB piece fills
-// one half and then waits for its whole copy, which cost a third of the throughput of many
-// such pieces in flight (H200, 512 x 1 MiB preads into device memory).
-constexpr std::size_t chunks_per_read = 4;
+// copy cost less than the pipeline's stream set-up (issue 14). Larger reads are not cut finer
+// than a half of the bounce buffer either: staging a 4 MiB piece in four chunks, so that its
+// file reads overlap its copies, cost 15% of a 1 GiB read and a third of 512 x 1 MiB reads in
+// flight on the H200 (stop 31), each chunk's stream synchronisation costing more than the
+// overlap gained.
+constexpr std::size_t small_read_max = 256 * 1024;
 
 /// The whole read through one pooled pinned buffer and one copy on this thread's stream;
 /// false (before any IO) where that does not fit: no driver, or a bounce buffer smaller than
@@ -80,10 +79,7 @@ std::size_t posix_device_read(const OpenFile& file,
     return size;
   }
   DeviceStager stager(
-    ctx,
-    dst,
-    "reading into device memory for " + file_range_text(file.path(), offset, size),
-    std::max(small_read_max, size / chunks_per_read));
+    ctx, dst, "reading into device memory for " + file_range_text(file.path(), offset, size));
   // Whole halves straight from the file: each read starts page aligned in the buffer, so its
   // aligned middle may use O_DIRECT.
   for (std::size_t pos = 0; pos < size;) {
