@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -188,3 +189,30 @@ def test_ctrl_c_interrupts_a_remote_write_waiting_for_uploads(silent_server, ran
         wait_for_interrupted_io(timeout=30)
         f.abort()
         assert f.closed
+
+
+_EXIT_AFTER_INTERRUPT = """
+import os, signal, sys, threading
+import numpy as np
+import kvikio
+
+f = kvikio.RemoteFile.open_http(sys.argv[1], nbytes=int(sys.argv[2]))
+out = np.zeros(int(sys.argv[2]), dtype=np.uint8)
+threading.Timer(0.2, os.kill, args=(os.getpid(), signal.SIGINT)).start()
+try:
+    f.read(out)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_the_process_exits_normally_with_an_interrupted_read_running(http_server):
+    """The interpreter finishes while the read still runs into a buffer kvikio holds: no
+    crash at exit (the held buffers are never released after the interpreter ended)."""
+    data = http_server.data("file.bin")
+    result = subprocess.run(
+        [sys.executable, "-c", _EXIT_AFTER_INTERRUPT, slow_url(http_server, "file.bin"), str(len(data))],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout == "interrupted\n"
