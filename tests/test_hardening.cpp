@@ -533,8 +533,8 @@ TEST(Hardening, AFailedAppendGivesItsRangeBackWhileAnEarlierOneRuns)
   {
     kvikio::defaults::set_num_threads(1);
     std::promise<void> open_gate;
-    auto gate = kvikio::defaults::thread_pool().submit_task(
-      [&open_gate] { open_gate.get_future().wait(); });
+    auto gate =
+      kvikio::defaults::thread_pool().submit_task([&open_gate] { open_gate.get_future().wait(); });
     first = f.pwrite(a.data(), a.size(), kvikio::unspecified_offset, 1 << 20);  // [0, 8192), queued
     {
       FileSizeLimit limit(8192);
