@@ -460,3 +460,166 @@ TEST(Hardening, FailureToQueueAfterTheFirstJobStillCompletesTheRequest)
   kvikio::defaults::thread_pool().wait();
   EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](char c) { return c == 0; }));
 }
+
+// Issue 23 (audit F6): an append's reservation outlived a failed write and a truncation, so
+// the next append went past the file's end and left a hole of zeros; O_APPEND (Python's
+// open(..., "a")) writes at the current end in both cases.
+namespace {
+/// RLIMIT_FSIZE lowered to `bytes` (writes past it fail with EFBIG, SIGXFSZ ignored) for one
+/// scope.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes)
+  {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lowered{bytes, saved_.rlim_max};
+    EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &lowered), 0);
+  }
+  ~FileSizeLimit() { lift(); }
+  void lift()
+  {
+    if (lifted_) { return; }
+    lifted_ = true;
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    ::signal(SIGXFSZ, old_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&)            = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+  sighandler_t old_handler_{};
+  bool lifted_{false};
+};
+
+std::vector<char> blocks_of(std::initializer_list<std::pair<char, std::size_t>> runs)
+{
+  std::vector<char> out;
+  for (auto [c, n] : runs) {
+    out.insert(out.end(), n, c);
+  }
+  return out;
+}
+}  // namespace
+
+TEST(Hardening, AFailedAppendLeavesNoHoleForTheNextOne)
+{
+  TempDir dir;
+  const auto path = dir.file("failed_append.bin");
+  const std::vector<char> a(8192, 'A'), b(4096, 'B'), c(4096, 'C'), d(4096, 'D');
+  FileHandle f(path, "a");
+  ASSERT_EQ(f.write(a.data(), a.size(), kvikio::unspecified_offset, 0), a.size());
+  {
+    FileSizeLimit limit(8192);
+    EXPECT_THROW(f.write(b.data(), b.size(), kvikio::unspecified_offset, 0), std::system_error);
+    EXPECT_THROW(f.pwrite(b.data(), b.size(), kvikio::unspecified_offset, 1024).get(),
+                 std::system_error);
+  }
+  ASSERT_EQ(f.write(c.data(), c.size(), kvikio::unspecified_offset, 0), c.size());
+  ASSERT_EQ(f.pwrite(d.data(), d.size(), kvikio::unspecified_offset, 1024).get(), d.size());
+  f.close();
+  EXPECT_EQ(read_file(path), blocks_of({{'A', 8192}, {'C', 4096}, {'D', 4096}}));
+}
+
+TEST(Hardening, AFailedAppendGivesItsRangeBackWhileAnEarlierOneRuns)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  const auto path = dir.file("failed_append_in_flight.bin");
+  const std::vector<char> a(8192, 'A'), b(4096, 'B'), c(4096, 'C');
+  FileHandle f(path, "a");
+  std::future<std::size_t> first, last;
+  {
+    kvikio::defaults::set_num_threads(1);
+    std::promise<void> open_gate;
+    auto gate =
+      kvikio::defaults::thread_pool().submit_task([&open_gate] { open_gate.get_future().wait(); });
+    first = f.pwrite(a.data(), a.size(), kvikio::unspecified_offset, 1 << 20);  // [0, 8192), queued
+    {
+      FileSizeLimit limit(8192);
+      // [8192, 12288) fails at once on this thread while the first append waits in the queue.
+      EXPECT_THROW(f.write(b.data(), b.size(), kvikio::unspecified_offset, 0), std::system_error);
+    }
+    last = f.pwrite(c.data(), c.size(), kvikio::unspecified_offset, 1 << 20);
+    open_gate.set_value();
+    gate.get();
+  }
+  EXPECT_EQ(first.get(), a.size());
+  EXPECT_EQ(last.get(), c.size());
+  f.close();
+  EXPECT_EQ(read_file(path), blocks_of({{'A', 8192}, {'C', 4096}}));
+}
+
+TEST(Hardening, AnAppendAfterATruncationGoesToTheNewEnd)
+{
+  TempDir dir;
+  const auto path = dir.file("truncated_append.bin");
+  const std::vector<char> a(12288, 'A'), b(4096, 'B'), c(5000, 'C');
+  FileHandle f(path, "a");
+  ASSERT_EQ(f.write(a.data(), a.size(), kvikio::unspecified_offset, 0), a.size());
+  ASSERT_EQ(::truncate(path.c_str(), 0), 0);  // logrotate's copytruncate, `> file`
+  ASSERT_EQ(f.write(b.data(), b.size(), kvikio::unspecified_offset, 0), b.size());
+  ASSERT_EQ(::truncate(path.c_str(), 100), 0);
+  ASSERT_EQ(f.pwrite(c.data(), c.size(), kvikio::unspecified_offset, 1024).get(), c.size());
+  f.close();
+  EXPECT_EQ(read_file(path), blocks_of({{'B', 100}, {'C', 5000}}));
+}
+
+// Issue 23 (audit F11): the per-thread descriptors counted only themselves, so in a process
+// near RLIMIT_NOFILE they took its last free descriptors and its own next open failed with
+// EMFILE. Run in a child: it lowers the limit and fills the descriptor table.
+TEST(Hardening, PerThreadDescriptorsNeverTakeTheProcesssLastOnes)
+{
+  TempDir dir;
+  const auto path = dir.file("starve.bin");
+  const auto data = kvikio::test::random_bytes(1 << 20, 11);
+  kvikio::test::write_file(path, data);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int status = 0;
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = 96;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) { ::_exit(10); }
+    {
+      FileHandle f(path, "r");
+      std::vector<int> held;
+      for (int fd; (fd = ::open("/dev/null", O_RDONLY)) >= 0;) {
+        held.push_back(fd);
+      }
+      for (int k = 0; k < 6 && !held.empty(); ++k) {  // six left free
+        ::close(held.back());
+        held.pop_back();
+      }
+      std::vector<std::thread> threads;
+      std::atomic<int> bad_reads{0};
+      for (int t = 0; t < 12; ++t) {
+        threads.emplace_back([&, t] {
+          std::vector<char> out(4096);
+          for (std::size_t k = 0; k < 20; ++k) {
+            const std::size_t off = ((t * 20 + k) * 4096) % data.size();
+            if (f.read(out.data(), out.size(), off, 0) != out.size() ||
+                !std::equal(out.begin(), out.end(), data.begin() + static_cast<long>(off))) {
+              ++bad_reads;
+            }
+          }
+        });
+      }
+      for (auto& t : threads) {
+        t.join();
+      }
+      if (bad_reads != 0) { status = 11; }
+      for (int k = 0; k < 6 && status == 0; ++k) {
+        if (::open("/dev/null", O_RDONLY) < 0) { status = 20 + k; }  // the process's own open
+      }
+    }
+    ::_exit(status);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+    << "11: a read returned wrong bytes; 2k: the process's own open number k failed (EMFILE)";
+}

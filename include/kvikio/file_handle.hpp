@@ -29,7 +29,9 @@ struct FileHandleAccess;
 /// Appends reserve their range when they are issued, atomically per handle: concurrent
 /// pwrite()s and write()s through one handle land one after the other, each intact, in the
 /// order they were issued. Appends through different handles or processes are not ordered
-/// against each other (each handle only sees the others' data once it is on disk).
+/// against each other (each handle only sees the others' data once it is on disk). When no
+/// append of the handle is in flight, the next one goes to the file's current end, as with
+/// O_APPEND: after a failed append or a truncation too, never leaving a hole of zeros.
 inline constexpr std::size_t unspecified_offset = std::numeric_limits<std::size_t>::max();
 
 /// A local file. Opening is eager (the constructor throws on failure); closing is idempotent

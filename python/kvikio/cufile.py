@@ -12,7 +12,9 @@ from kvikio.utils import kvikio_deprecation_notice
 IOFuture = _lib.IOFuture
 """The result of :meth:`CuFile.pread`/:meth:`CuFile.pwrite`: ``get()`` waits and returns the
 bytes moved (or raises the IO's error); ``done()`` says whether it finished. ``get()`` may be
-called once."""
+called once. Ctrl-C (a signal handler that raises) interrupts ``get()`` within about 20 ms;
+the IO is not cancelled, and the future stays pending, holding the buffer until the IO ends:
+``get()`` may then be called again, and dropping the future waits for the IO."""
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -237,6 +239,11 @@ class CuFile:
     ) -> int:
         """Like :meth:`pread` but blocking.
 
+        Ctrl-C interrupts the wait for a request split over the thread pool (KeyboardInterrupt
+        within about 20 ms); its IO runs on, and kvikio holds ``buf`` and the file until it ends.
+        A request of one piece is one system call on this thread: the signal takes effect when
+        it returns.
+
         Args:
             buf: Host or device buffer to read into.
             size: Bytes to read; None reads ``buf``'s size.
@@ -262,6 +269,11 @@ class CuFile:
         task_size: Optional[int] = None,
     ) -> int:
         """Like :meth:`pwrite` but blocking.
+
+        Ctrl-C interrupts the wait for a request split over the thread pool (KeyboardInterrupt
+        within about 20 ms); its IO runs on, and kvikio holds ``buf`` and the file until it ends.
+        A request of one piece is one system call on this thread: the signal takes effect when
+        it returns.
 
         Args:
             buf: Host or device buffer to write from.

@@ -531,6 +531,9 @@ class RemoteFile:
     ) -> int:
         """Read into ``buf`` in parallel; blocks (GIL released).
 
+        Ctrl-C interrupts the wait (KeyboardInterrupt within about 20 ms); the range requests
+        run on, and kvikio holds ``buf`` and the handle until they end.
+
         Args:
             buf: Host or device buffer to read into.
             size: Bytes to read; None reads ``buf``'s size.
@@ -604,7 +607,9 @@ class RemoteFile:
         Returns once the bytes are copied into part buffers (GIL released; ``buf`` may be
         reused); complete parts upload in the background, in parallel. Writes may come in any
         order and from several threads. Host memory is bounded by ``max(8, 2 x num_threads)``
-        parts.
+        parts; a write that needs one more waits for an upload. The copy runs on a thread of
+        the calling thread's own, so that Ctrl-C interrupts the wait (KeyboardInterrupt within
+        about 20 ms); the write then runs on, and kvikio holds ``buf`` until it ends.
 
         Args:
             buf: Host or device buffer to write from.

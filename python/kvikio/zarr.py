@@ -301,6 +301,11 @@ class GDSStore(LocalStore):
     #: hand-off costs little beside their IO, and polling would take a core from it.
     thread_wait_bytes: int = 4 << 20
 
+    #: The most files :meth:`get_partial_values` holds open at once: its keys are read in
+    #: groups of this many, one batch per group (a group of files per batch is enough to keep
+    #: the pool busy, and a process's descriptors, 1024 by default, are not its alone).
+    batch_files: int = 64
+
     def __repr__(self) -> str:
         return f"GDSStore('{self}')"
 
@@ -379,31 +384,51 @@ class GDSStore(LocalStore):
         prototype: BufferPrototype,
         key_ranges: Iterable[tuple[str, ByteRequest | None]],
     ) -> list[Buffer | None]:
-        """The values of several ``(key, byte_range)`` pairs, read in one
-        :func:`kvikio.pread_batch` call; None for each key that does not exist."""
+        """The values of several ``(key, byte_range)`` pairs, read with
+        :func:`kvikio.pread_batch`; None for each key that does not exist. Each key is opened
+        once, however many of its ranges are asked for, and at most
+        ``GDSStore.batch_files`` files are open at once (one batch per group of keys), so
+        that a thousand ranges of a shard do not need a thousand descriptors."""
         if not self._is_open:
             await self._open()
         device = _wants_device_memory(prototype.buffer)
-        paths, pending = [], []
-        try:
-            for key, byte_range in key_ranges:
-                paths.append(self._path(key))
-                pending.append(_open_value(paths[-1], byte_range, device))
-            todo = [p for p in pending if p is not None and p.nbytes]
-            if todo:
-                expected = sum(p.nbytes for p in todo)
-                batch = kvikio.pread_batch([(p.file, p.out, p.nbytes, p.offset) for p in todo])
-                got = await _wait(batch, self.poll_seconds)
-                if got != expected:  # a file shrank: say which one
-                    for path, p in zip(paths, pending):
-                        if p is not None and p.nbytes:
-                            _check_count(p.file.read(p.out, p.nbytes, p.offset), p.nbytes, path)
-        finally:
-            for p in pending:
-                if p is not None:
-                    p.file.close()
+        pairs = [(self._path(key), byte_range) for key, byte_range in key_ranges]
+        by_path: dict[str, list[int]] = {}
+        for i, (path, _) in enumerate(pairs):
+            by_path.setdefault(path, []).append(i)
+        paths = list(by_path)
+        outs: list = [None] * len(pairs)
+        step = max(1, self.batch_files)
+        for first in range(0, len(paths), step):
+            await self._read_group(paths[first:first + step], by_path, pairs, outs, device)
         wrap = prototype.buffer.from_array_like
-        return [None if p is None else wrap(p.out) for p in pending]
+        return [None if out is None else wrap(out) for out in outs]
+
+    async def _read_group(self, paths, by_path, pairs, outs, device) -> None:
+        """Reads every pair of the keys `paths` into `outs` (by pair index) in one batch."""
+        files = {}
+        try:
+            requests = []  # (file, out, nbytes, offset, path)
+            for path in paths:
+                try:
+                    f = files[path] = kvikio.CuFile(path, "r")
+                except _MISSING:
+                    continue
+                size = f.nbytes()
+                for i in by_path[path]:
+                    offset, nbytes = _requested_range(pairs[i][1], size)
+                    outs[i] = _empty_bytes(nbytes, device)
+                    if nbytes:
+                        requests.append((f, outs[i], nbytes, offset, path))
+            if requests:
+                expected = sum(r[2] for r in requests)
+                batch = kvikio.pread_batch([r[:4] for r in requests])
+                if await _wait(batch, self.poll_seconds) != expected:
+                    for f, out, nbytes, offset, path in requests:  # a file shrank: say which
+                        _check_count(f.read(out, nbytes, offset), nbytes, path)
+        finally:
+            for f in files.values():
+                f.close()
 
     async def get_ranges(
         self,

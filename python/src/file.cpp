@@ -103,7 +103,8 @@ class File {
   /// Blocking read. A request that pread() would run as one piece (or a device request below
   /// gds_threshold, which pread() runs on the calling thread anyway) runs here, with the GIL
   /// released: handing a 4 KiB read to the pool costs several times the read itself (issue
-  /// 14). Larger requests are split over the pool as pread() does. Same results either way.
+  /// 14). Larger requests are split over the pool as pread() does, and a signal (Ctrl-C)
+  /// interrupts the wait for them (finish_blocking). Same results either way.
   std::size_t read(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
     return blocking_io(false, buf, size, file_offset, task_size);
@@ -128,12 +129,19 @@ class File {
     // pread() raises task_size to a page, so a request up to a page is one piece too.
     const bool one_piece    = ts > 0 && n <= std::max<std::size_t>(ts, 4096);
     const bool small_device = view.is_device() && n < defaults::gds_threshold();
-    nb::gil_scoped_release release;
     if (one_piece && !small_device) {
+      // One system call or pipeline on this thread: a signal takes effect when it returns.
+      nb::gil_scoped_release release;
       return write ? handle->write(ptr, n, off, 0) : handle->read(ptr, n, off, 0);
     }
-    // Split over the pool (or, for a small device request, the POSIX path on this thread).
-    return (write ? handle->pwrite(ptr, n, off, ts) : handle->pread(ptr, n, off, ts)).get();
+    // Split over the pool (or, for a small device request, the POSIX path on this thread),
+    // waited for so that Ctrl-C interrupts the wait (issue 23).
+    std::future<std::size_t> future;
+    {
+      nb::gil_scoped_release release;
+      future = write ? handle->pwrite(ptr, n, off, ts) : handle->pread(ptr, n, off, ts);
+    }
+    return finish_blocking({std::move(future), std::move(view), std::move(handle)});
   }
 
   /// One blocking call on the calling thread, without splitting into tasks.

@@ -151,9 +151,10 @@ class Remote {
     return {std::move(future), std::move(view), std::move(handle)};
   }
 
+  /// Blocking read: pread, waited for so that a signal (Ctrl-C) interrupts the wait.
   std::size_t read(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
-    return pread(buf, size, file_offset, task_size).get();
+    return finish_blocking(pread(buf, size, file_offset, task_size));
   }
 
   /// `requests`: an iterable of (buf[, size[, file_offset]]); size None: the whole buffer.
@@ -199,8 +200,10 @@ class Remote {
     return {std::move(future), BufferView{}, std::move(keep)};
   }
 
-  /// Copies the bytes into part buffers (GIL released) before returning; `task_size` is
-  /// accepted for symmetry with the read methods (writes go in parts of `part_size`).
+  /// Copies the bytes into part buffers before returning; `task_size` is accepted for
+  /// symmetry with the read methods (writes go in parts of `part_size`). The copy runs on
+  /// this thread's call thread, waited for so that a signal (Ctrl-C) interrupts the wait: a
+  /// write may wait for an upload to free a part buffer, for as long as the upload's retries.
   std::size_t write(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)
   {
     auto view           = BufferView::from_object(buf, /*writable=*/false);
@@ -208,8 +211,9 @@ class Remote {
     const std::size_t n = request_size(view, size);
     auto off            = to_opt_size(file_offset, "file_offset");
     (void)task_size_or_default(task_size);
-    nb::gil_scoped_release release;
-    return handle->write(view.ptr(), n, off);
+    const void* ptr = view.ptr();
+    auto future = run_on_call_thread([handle, ptr, n, off] { return handle->write(ptr, n, off); });
+    return finish_blocking({std::move(future), std::move(view), std::move(handle)});
   }
 
   IOFuture pwrite(nb::handle buf, nb::handle size, nb::handle file_offset, nb::handle task_size)

@@ -83,39 +83,88 @@ std::string describe(const char* op, const std::string& path, std::size_t offset
   return std::string(op) + " of '" + path + "' at file offset " + std::to_string(offset);
 }
 
+/// An append's range, reserved when its request is checked and ended when the request and
+/// every task of it let it go: until then the file counts the append as in flight, and a
+/// failed one gives its range back (OpenFile::reserve_append, reliability audit F6).
+class AppendReservation {
+ public:
+  /// `owner` keeps `file` alive (null where the caller does, for as long as the reservation).
+  AppendReservation(const detail::OpenFile& file,
+                    std::shared_ptr<const void> owner,
+                    std::size_t size)
+    : file_(file), owner_(std::move(owner)), size_(size), start_(file.reserve_append(size))
+  {
+  }
+  AppendReservation(const AppendReservation&)            = delete;
+  AppendReservation& operator=(const AppendReservation&) = delete;
+  ~AppendReservation() { file_.end_append(start_, size_, failed_.load(std::memory_order_relaxed)); }
+  [[nodiscard]] std::size_t start() const noexcept { return start_; }
+  void fail() noexcept { failed_.store(true, std::memory_order_relaxed); }
+
+ private:
+  const detail::OpenFile& file_;
+  std::shared_ptr<const void> owner_;
+  std::size_t size_;
+  std::size_t start_;
+  std::atomic<bool> failed_{false};
+};
+
 /// A request that passed the checks every read and write makes before any IO.
 struct Request {
   char* buf;
   std::size_t file_offset;
-  detail::PointerInfo info;  // of `buf`; left empty for an empty request
+  detail::PointerInfo info;                   // of `buf`; left empty for an empty request
+  std::shared_ptr<AppendReservation> append;  // set for an append
 };
+
+/// `io()`: the checks or the IO of request `r`, or of a piece of it. An append whose IO throws is
+/// marked failed, so that its range is given back when nothing was reserved after it.
+template <typename IO>
+auto run_request(const Request& r, IO&& io) -> decltype(io())
+{
+  try {
+    return io();
+  } catch (...) {
+    if (r.append) { r.append->fail(); }
+    throw;
+  }
+}
 
 /// The file is open for `direction`; a write at unspecified_offset goes to the end of a file
 /// opened for appending (else to 0); the range fits in off_t; a device buffer holds it all.
+/// `owner` keeps `file` alive for an append's reservation (null where the caller does).
 Request check_request(Direction direction,
                       const char* op,
                       const detail::OpenFile& file,
                       const void* buf,
                       std::size_t size,
-                      std::size_t file_offset)
+                      std::size_t file_offset,
+                      std::shared_ptr<const void> owner = nullptr)
 {
   file.require(direction);
+  std::shared_ptr<AppendReservation> append;
   if (direction == Direction::write && file_offset == unspecified_offset) {
     // Appends reserve their range atomically: two requests issued before either ran must not
     // both take the current size as their offset (reliability audit #2).
-    if (file.append()) { check_range(file.path(), size, 0); }
-    file_offset = file.append() ? file.reserve_append(size) : 0;
+    if (file.append()) {
+      check_range(file.path(), size, 0);
+      append = std::make_shared<AppendReservation>(file, std::move(owner), size);
+    }
+    file_offset = append ? append->start() : 0;
   }
-  check_range(file.path(), size, file_offset);
-  auto* start = const_cast<char*>(static_cast<const char*>(buf));
-  auto info   = size > 0 ? detail::get_pointer_info(start) : detail::PointerInfo{};
-  detail::check_device_range(info, start, size, describe(op, file.path(), file_offset));
-  if (direction == Direction::write &&
-      (info.kind == detail::MemoryKind::DEVICE || info.kind == detail::MemoryKind::MANAGED)) {
-    // What the caller queued before the call, on any stream, is what gets written (issue 28).
-    detail::wait_for_queued_work(info.context, describe(op, file.path(), file_offset));
-  }
-  return {start, file_offset, info};
+  Request r{const_cast<char*>(static_cast<const char*>(buf)), file_offset, {}, std::move(append)};
+  run_request(r, [&] {  // a refused append gives its range back
+    check_range(file.path(), size, file_offset);
+    r.info = size > 0 ? detail::get_pointer_info(r.buf) : detail::PointerInfo{};
+    detail::check_device_range(r.info, r.buf, size, describe(op, file.path(), file_offset));
+    if (direction == Direction::write &&
+        (r.info.kind == detail::MemoryKind::DEVICE || r.info.kind == detail::MemoryKind::MANAGED)) {
+      // What the caller queued before the call, on any stream, is what gets written (issue 28).
+      detail::wait_for_queued_work(r.info.context, describe(op, file.path(), file_offset));
+    }
+    return std::size_t{0};
+  });
+  return r;
 }
 
 // Small host reads whose bytes are all in the page cache run on the calling thread: a copy
@@ -161,7 +210,9 @@ std::size_t single_call(Direction direction,
   }
   auto r = check_request(direction, op, handle.file, buf, size, file_offset);
   if (size == 0) { return 0; }
-  return move_piece(direction, handle, r.info, r.buf, size, r.file_offset, sync_default_stream);
+  return run_request(r, [&] {
+    return move_piece(direction, handle, r.info, r.buf, size, r.file_offset, sync_default_stream);
+  });
 }
 
 /// The one body of pread and pwrite: the request split into tasks for the thread pool.
@@ -181,29 +232,37 @@ std::future<std::size_t> parallel_call(Direction direction,
       cached_read_now(handle->file, const_cast<void*>(buf), size, file_offset)) {
     return detail::ready_future(size);
   }
-  auto r            = check_request(direction, op, handle->file, buf, size, file_offset);
+  auto r            = check_request(direction, op, handle->file, buf, size, file_offset, handle);
   const bool device = !r.info.host_accessible();
   if (device && size < gds_threshold) {
     // Small device requests are not worth the pool or cuFile: POSIX, on this thread.
-    return detail::ready_future(
-      move_piece(direction, *handle, r.info, r.buf, size, r.file_offset, false, true));
+    return detail::ready_future(run_request(r, [&] {
+      return move_piece(direction, *handle, r.info, r.buf, size, r.file_offset, false, true);
+    }));
   }
   if (device && handle->cufile && sync_default_stream) {
     detail::ContextGuard guard(r.info.context);
     detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(nullptr),
                        "cuStreamSynchronize(0)");
   }
-  return detail::parallel_io(
-    [handle, direction, r](const detail::TaskRange& t) {
-      return move_piece(direction, *handle, r.info, r.buf + t.buf_offset, t.size, t.file_offset);
-    },
-    size,
-    r.file_offset,
-    task_size,
-    // The file's per-device pool serves it, unless the caller chose another pool.
-    handle->pool != nullptr && (thread_pool == nullptr || thread_pool == &defaults::thread_pool())
-      ? handle->pool
-      : thread_pool);
+  // The lambda holds the append's reservation (which holds the handle): its tasks let it go
+  // before the future is ready (parallel_io), so the append has ended when get() returns.
+  return run_request(r, [&] {  // nothing queued: the append gives its range back
+    return detail::parallel_io(
+      [handle, direction, r](const detail::TaskRange& t) {
+        return run_request(r, [&] {
+          return move_piece(
+            direction, *handle, r.info, r.buf + t.buf_offset, t.size, t.file_offset);
+        });
+      },
+      size,
+      r.file_offset,
+      task_size,
+      // The file's per-device pool serves it, unless the caller chose another pool.
+      handle->pool != nullptr && (thread_pool == nullptr || thread_pool == &defaults::thread_pool())
+        ? handle->pool
+        : thread_pool);
+  });
 }
 
 detail::PointerInfo require_device(const void* ptr, const char* op, const std::string& path)

@@ -19,23 +19,27 @@ namespace {
 constexpr int thread_fd_unopened = -1;
 constexpr int thread_fd_refused  = -2;
 
-/// The descriptors read_fd_for_thread holds open in this process, and how many it may: a
-/// quarter of the soft RLIMIT_NOFILE, at most 1024, so that the user's own opens never run
-/// out because of them.
+/// The descriptors read_fd_for_thread holds open in this process.
 std::atomic<long> thread_fds_held{0};
-long thread_fds_allowed()
+
+/// The soft RLIMIT_NOFILE now (it may have been lowered since the last call), 1 << 20 when
+/// unlimited or unknown.
+long descriptor_limit() noexcept
+{
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return 1L << 20;
+  }
+  return static_cast<long>(std::min<rlim_t>(limit.rlim_cur, 1L << 30));
+}
+
+/// How many descriptors read_fd_for_thread may hold: a quarter of `limit`, at most 1024.
+long thread_fds_allowed(long limit) noexcept
 {
   if (open_file_test_hooks.thread_fds_allowed > 0) {
     return open_file_test_hooks.thread_fds_allowed;
   }
-  static const long allowed = [] {
-    rlimit limit{};
-    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
-      return 1024L;
-    }
-    return static_cast<long>(std::min<rlim_t>(limit.rlim_cur / 4, 1024));
-  }();
-  return allowed;
+  return std::min(limit / 4, 1024L);
 }
 
 /// This thread's slot in the files' descriptor tables; threads are numbered as they first ask,
@@ -105,10 +109,9 @@ OpenFile::OpenFile(std::string path, const std::string& flags, mode_t mode) : pa
     fd_ = -1;
     throw GenericSystemError(EISDIR, "cannot open '" + path_ + "': it is a directory");
   }
-  append_end_ = static_cast<std::size_t>(st.st_size);
-  oflags_     = oflags;
-  dev_        = st.st_dev;
-  ino_        = st.st_ino;
+  oflags_ = oflags;
+  dev_    = st.st_dev;
+  ino_    = st.st_ino;
 }
 
 // The O_DIRECT descriptor must be the same file as fd_: a second open of the path could reach
@@ -196,14 +199,24 @@ int OpenFile::small_read_fd() const noexcept
 
 int OpenFile::open_for_thread() const noexcept
 {
-  if (thread_fds_held.fetch_add(1, std::memory_order_relaxed) >= thread_fds_allowed()) {
+  // The limit is read each time (a getrlimit costs far less than the open), so that a
+  // setrlimit lowering it is followed.
+  const long limit = descriptor_limit();
+  if (thread_fds_held.fetch_add(1, std::memory_order_relaxed) >= thread_fds_allowed(limit)) {
     thread_fds_held.fetch_sub(1, std::memory_order_relaxed);
     return -1;
   }
   // Through /proc: the same inode even if the path was renamed or removed meanwhile; without
   // /proc the shared descriptor serves.
   const std::string proc = open_file_test_hooks.proc_fd_dir + std::to_string(fd_);
-  const int fd           = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd                 = ::open(proc.c_str(), O_RDONLY | O_CLOEXEC);
+  // The budget counts only these descriptors; the process's own may be many. open(2) takes
+  // the lowest free number, so a number past half the limit means at least that many are in
+  // use: the rest are left to the process, whose next open must not fail because of ours.
+  if (fd >= limit / 2) {
+    ::close(fd);
+    fd = -1;
+  }
   if (fd < 0) { thread_fds_held.fetch_sub(1, std::memory_order_relaxed); }
   return fd;
 }
@@ -264,13 +277,21 @@ std::size_t OpenFile::nbytes() const
 
 std::size_t OpenFile::reserve_append(std::size_t size) const
 {
+  std::lock_guard lock(append_mutex_);
+  // With none in flight, every append reserved before has ended, and its bytes (or, if it
+  // failed, their absence) are in the size fstat reports, as is a truncation since.
   const std::size_t on_disk = nbytes();
-  std::size_t end           = append_end_.load();
-  std::size_t start         = 0;
-  do {
-    start = std::max(end, on_disk);
-  } while (!append_end_.compare_exchange_weak(end, start + size));
+  const std::size_t start   = appends_in_flight_ == 0 ? on_disk : std::max(append_end_, on_disk);
+  append_end_               = start + size;
+  ++appends_in_flight_;
   return start;
+}
+
+void OpenFile::end_append(std::size_t start, std::size_t size, bool failed) const noexcept
+{
+  std::lock_guard lock(append_mutex_);
+  --appends_in_flight_;
+  if (failed && append_end_ == start + size) { append_end_ = start; }
 }
 
 void OpenFile::require(Direction direction) const

@@ -45,8 +45,9 @@ class OpenFile {
   /// which caps many threads of small cached reads at a fraction of what separate
   /// descriptions reach (H200, 16 threads of 4 KiB: 4.7M reads/s against 15-18M; issue 14).
   /// fd() where that open fails, for a file opened write-only, and once the process holds
-  /// many such descriptors (a share of RLIMIT_NOFILE, at most 1024). Threads past the 64th
-  /// share descriptors. Closed with the file.
+  /// many such descriptors (a share of RLIMIT_NOFILE, at most 1024), or when the process
+  /// itself uses half of RLIMIT_NOFILE (reliability audit F11). Threads past the 64th share
+  /// descriptors. Closed with the file.
   [[nodiscard]] int read_fd_for_thread() const noexcept;
   /// The descriptor for a small read on the calling thread: fd() while one thread reads the
   /// file this way, and each thread's own (read_fd_for_thread) once a second thread has: so
@@ -62,12 +63,19 @@ class OpenFile {
   [[nodiscard]] std::size_t nbytes() const;
 
   /// For a file opened with "a": reserves `size` bytes at the end of the file and returns
-  /// where they start. The end is kept in this object and advanced atomically, so requests
-  /// issued through it concurrently (pwrite futures not yet run, threads calling write) get
-  /// disjoint ranges in the order they reserved; it is raised to the fstat size first when
-  /// another writer made the file longer. Appends through other open files or processes are
-  /// not ordered against these (that would need O_APPEND, which parallel pieces cannot use).
+  /// where they start; the append counts as in flight until end_append(). Requests issued
+  /// through this object concurrently (pwrite futures not yet run, threads calling write) get
+  /// disjoint ranges in the order they reserved. While no append is in flight the next one
+  /// starts at the file's size as fstat(2) reports it, where O_APPEND would write: after a
+  /// truncation or a failed append too (reliability audit F6); while some are, after the
+  /// furthest reservation (or the fstat size, when another writer made the file longer).
+  /// Appends through other open files or processes are not ordered against these (that would
+  /// need O_APPEND, which parallel pieces cannot use). Throws GenericSystemError if fstat fails.
   [[nodiscard]] std::size_t reserve_append(std::size_t size) const;
+  /// Ends an append that reserve_append(size) placed at `start`. `failed`: its bytes may not
+  /// all be written, and when no append was reserved after it the end moves back to `start`,
+  /// so that the next one leaves no hole of zeros. Thread safe; never throws.
+  void end_append(std::size_t start, std::size_t size, bool failed) const noexcept;
 
   /// Closes both descriptors; throws GenericSystemError naming the file when close(2) fails
   /// (a write-back error on NFS, a quota hit), after closing both. Idempotent.
@@ -93,7 +101,8 @@ class OpenFile {
     }
   }
   void open_direct() const noexcept;
-  /// A new read-only description of fd_ (counted in the process's budget), -1 if refused.
+  /// A new read-only description of fd_ (counted in the process's budget), -1 if refused:
+  /// past the budget, or when its number shows the process near its descriptor limit.
   [[nodiscard]] int open_for_thread() const noexcept;
   void close_thread_fds() noexcept;
 
@@ -108,7 +117,10 @@ class OpenFile {
   bool readable_{false};
   bool writable_{false};
   bool append_{false};
-  mutable std::atomic<std::size_t> append_end_{0};  // where the next append goes ("a" only)
+  // Where the next append goes and how many are in flight ("a" only), under append_mutex_.
+  mutable std::mutex append_mutex_;
+  mutable std::size_t append_end_{0};
+  mutable std::size_t appends_in_flight_{0};
   mutable std::string direct_io_error_;
   // read_fd_for_thread's descriptors by thread slot, allocated on first use: -1 not opened
   // yet, -2 refused (fd_ is used).
