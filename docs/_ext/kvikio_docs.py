@@ -478,6 +478,8 @@ DOCUMENTED_MODULES = [
     "kvikio.numpy",
     "kvikio.remote_file",
     "kvikio.zarr",
+    "kvikio.safetensors",
+    "kvikio.safetensors.errors",
 ]
 
 # What the native types' annotations resolve to -> the documented public name.
