@@ -143,8 +143,8 @@ def test_torch_is_bit_exact_against_safetensors_every_dtype(tmp_path, rng):
     types = kst._frameworks.torch_types(torch)
     tensors = {}
     for code, dtype in types.items():
-        shape = (4, 6) if code != "F4" else (4, 3)
-        nbytes = 24 * dtype.itemsize if dtype.itemsize else 12
+        shape = (4, 6)  # F4: torch's shape counts bytes (two values each); the header's [4, 12]
+        nbytes = 24 * dtype.itemsize
         raw = torch.from_numpy(rng.integers(0, 256, size=nbytes, dtype=np.uint8))
         if code == "BOOL":
             raw &= 1

@@ -16,6 +16,7 @@ A sharded checkpoint is opened through its ``*.safetensors.index.json``; ``load_
 
 from kvikio.safetensors._format import (
     DTYPES,
+    Dtype,
     Header,
     ReadRange,
     TensorInfo,
@@ -36,7 +37,7 @@ from kvikio.safetensors.errors import (
 )
 
 __all__ = [
-    "DTYPES",
+    "Dtype",
     "Header",
     "HeaderError",
     "IndexFileError",

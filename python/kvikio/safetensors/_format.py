@@ -31,8 +31,14 @@ HEADER_ALIGNMENT = 8
 
 @dataclass(frozen=True)
 class Dtype:
-    """One safetensors dtype: its code in the header, its width in bits, its rank in the
-    order the ``safetensors`` writer lays tensors out (larger rank first)."""
+    """One safetensors dtype (``kvikio.safetensors.DTYPES`` maps each code to one).
+
+    Args:
+        code: Its code in the header ("F32", "BF16", ...).
+        bits: Its width in bits (4 for F4, 6 for the F6 kinds).
+        rank: Its place in the order the ``safetensors`` writer lays tensors out (larger
+            first).
+    """
 
     code: str
     bits: int
@@ -40,7 +46,7 @@ class Dtype:
 
     @property
     def itemsize(self) -> int:
-        """Bytes per element, rounded up (F4 and F6 pack several elements into a byte)."""
+        """Bytes per element, at least 1 (F4 and F6 pack several elements into a byte)."""
         return max(1, self.bits // 8)
 
 
@@ -61,7 +67,7 @@ class TensorInfo:
 
     Args:
         name: The tensor's name.
-        dtype: Its dtype (an entry of :data:`DTYPES`).
+        dtype: Its dtype (a :class:`Dtype`).
         shape: Its shape, as the header gives it.
         begin: The offset of its first byte in the data region.
         end: The offset after its last byte in the data region.

@@ -217,7 +217,8 @@ class TorchFramework(Framework):
         return self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device)
 
     def from_host(self, host: np.ndarray) -> Any:
-        t = self.torch.from_numpy(np.ascontiguousarray(host))
+        # torch warns on read-only arrays (load() of bytes): those are copied.
+        t = self.torch.from_numpy(host if host.flags.writeable else host.copy())
         return t.to(self.device) if self.device.type != "cpu" else t
 
     def _dtype(self, code: str, filename: str, tensor: str) -> Any:

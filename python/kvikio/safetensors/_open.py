@@ -228,7 +228,7 @@ class safe_open:  # noqa: N801 (the safetensors package's name)
             tensors: None for all; a list of names; or a predicate on the name (a filter).
 
         Returns:
-            The tensors by name: in file order, or in the order of a list given.
+            The tensors by name, in file order (or in the order of the list given).
 
         Raises:
             KeyError: A name the file does not have

@@ -30,8 +30,8 @@ def load_file(filename: PathLike, device: Any = "cpu", *, tensors: Selection = N
         The tensors by name (``numpy.ndarray``), in file order.
 
     Raises:
-        kvikio.safetensors.SafetensorError: A bad header or index; the message names the file
-            and the tensor.
+        kvikio.safetensors.errors.SafetensorError: A bad header or index; the message names
+            the file and the tensor.
         FileNotFoundError: The file, or a shard of the index, does not exist.
     """
     return _module.load_file(_FRAMEWORK, filename, device, tensors, separate, max_gap, progress)
