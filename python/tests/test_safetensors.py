@@ -30,6 +30,8 @@ from kvikio.safetensors import (
     safe_open,
 )
 from kvikio.safetensors._format import TensorInfo
+from kvikio.safetensors._frameworks import NumpyFramework
+from kvikio.safetensors._slice import plan_slice
 
 st = pytest.importorskip("safetensors", reason="needs the safetensors package")
 import safetensors.numpy as st_np  # noqa: E402
@@ -357,7 +359,10 @@ def test_slices_read_only_their_bytes(tmp_path, rng):
         assert calls == [(40 * 300 * 4, 40 * 300 * 4)]  # a row range: one read
         calls.clear()
         cols = f.get_slice("w")[:, 100:250]
-        assert len(calls) == 200 and calls[-1] == (200 * 150 * 4,) * 2  # one read per row
+        assert calls == [(200 * 150 * 4,) * 2]  # only the columns' bytes, in one batch ...
+        plan = plan_slice(f._info("w"), np.s_[:, 100:250])
+        assert len(plan.offsets) == 200 and plan.run == 150 * 4  # ... of one read per row
+        assert plan.offsets.tolist() == [r * 300 * 4 + 100 * 4 for r in range(200)]
     assert rows.tobytes() == w[10:50].tobytes() and cols.tobytes() == w[:, 100:250].tobytes()
 
 
@@ -388,6 +393,47 @@ def test_views_share_one_allocation_unless_separate(tmp_path, tensors):
     roots = [id(_root(v)) for v in apart.values() if v.nbytes]
     assert len(set(roots)) == len(roots)
     assert_same(apart, shared)
+
+
+class _FakeDevice(NumpyFramework):
+    """NumPy standing in for a device framework: counts allocations and host copies."""
+
+    is_device = True
+
+    def __init__(self, device=None):
+        super().__init__(None)
+        self.allocations, self.copies = [], 0
+
+    def empty(self, nbytes):
+        self.allocations.append(nbytes)
+        return super().empty(nbytes)
+
+    def from_host(self, host):
+        self.copies += 1
+        return host.copy()
+
+
+def test_small_device_reads_are_staged_into_one_allocation(tmp_path, rng, monkeypatch):
+    """Filtered loads to a device: the small ranges are read in one batch into one host
+    buffer and copied once; a large range is read straight into its own allocation."""
+    from kvikio.safetensors import _open
+
+    t = {}
+    for i in range(6):
+        t[f"l{i}.w"] = random_array(rng, np.float32, (64, 64))
+        t[f"l{i}.norm"] = random_array(rng, np.float16, (64,))
+    t["big"] = random_array(rng, np.uint8, (2 << 20,))
+    path = str(tmp_path / "m.safetensors")
+    st_np.save_file(t, path)
+    fake = _FakeDevice()
+    monkeypatch.setattr(_open, "framework_for", lambda name, device: fake)
+    with safe_open(path, "numpy") as f:
+        # Every other weight (the writer puts the F32 weights side by side): three ranges.
+        got = f.get_tensors(lambda n: n in ("l0.w", "l2.w", "l4.w", "big"))
+    assert sorted(got) == ["big", "l0.w", "l2.w", "l4.w"]
+    for k, v in got.items():
+        assert v.tobytes() == t[k].tobytes() and v.dtype == t[k].dtype, k
+    assert fake.copies == 1 and fake.allocations == [2 << 20]
 
 
 def _root(a):
@@ -432,6 +478,17 @@ def test_load_from_http(http_server, tensors, sharded):
         if "model" in name:
             (d / name).write_bytes(open(os.path.join(os.path.dirname(index), name), "rb").read())
     assert_same(kst_np.load_file(http_server.url("sharded/model.safetensors.index.json")), everything)
+
+
+def test_missing_remote_shard(http_server, sharded):
+    index, _ = sharded
+    d = http_server.root / "sharded-missing"
+    d.mkdir(exist_ok=True)
+    for name in os.listdir(os.path.dirname(index)):
+        if "model" in name and not name.startswith("model-00003"):
+            (d / name).write_bytes(open(os.path.join(os.path.dirname(index), name), "rb").read())
+    with pytest.raises(MissingShardError, match="model-00003-of-00003.safetensors.*'model.layers.2"):
+        kst_np.load_file(http_server.url("sharded-missing/model.safetensors.index.json"))
 
 
 def test_save_file_to_s3_and_load_back(s3_env, tensors, tmp_path):

@@ -71,6 +71,7 @@ class Framework:
     """The interface: ``name`` as safetensors spells the framework."""
 
     name = ""
+    is_device = False
 
     def __init__(self, device: Any) -> None:
         self.device = device
@@ -149,6 +150,7 @@ class NumpyFramework(Framework):
 
 class CupyFramework(Framework):
     name = "cupy"
+    is_device = True
 
     def __init__(self, device: Any) -> None:
         import cupy
@@ -212,6 +214,7 @@ class TorchFramework(Framework):
         self.types = torch_types(torch)
         ordinal = parse_cuda_device(device)
         super().__init__(torch.device("cpu") if ordinal is None else torch.device("cuda", ordinal))
+        self.is_device = ordinal is not None
 
     def empty(self, nbytes: int) -> Any:
         return self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device)

@@ -57,6 +57,9 @@ class Source:
     def pread(self, buf: Any, size: int, offset: int) -> Any:
         return self.file.pread(buf, size, offset)
 
+    def pread_batch(self, requests: List[Tuple[Any, int, int]]) -> Any:
+        return self.file.pread_batch(requests)
+
     def close(self) -> None:
         self.file.close()
 
@@ -122,6 +125,16 @@ class PendingReads:
             self.keep.append(target)
             self.futures.append((source.pread(target, n, offset + start), n, source, offset + start))
 
+    def issue_batch(self, source: Source, requests: List[Tuple[Any, int, int]]) -> None:
+        """Many small reads as one batch (one future; ranges near each other may share a
+        request on the engine)."""
+        requests = [r for r in requests if r[1]]
+        if not requests:
+            return
+        total = sum(n for _, n, _ in requests)
+        self.keep.append(requests)
+        self.futures.append((source.pread_batch(requests), total, source, requests[0][2]))
+
     def wait(self, progress: Any = None) -> None:
         hook = Progress(progress, self.total) if progress is not None else None
         error: Optional[BaseException] = None
@@ -149,16 +162,60 @@ class PendingReads:
             raise error
 
 
+class _Staged:
+    """Small reads bound for device memory: read together (one batch) into one host buffer,
+    then copied to the device in one copy, each range a slice of that one allocation."""
+
+    def __init__(self, fw: Framework, ranges: List[ReadRange]) -> None:
+        self.fw, self.slots, offset = fw, {}, 0
+        for r in ranges:
+            offset += -offset % _STAGE_ALIGN  # each range as aligned as its own allocation
+            self.slots[id(r)] = offset
+            offset += r.size
+        self.host = np.empty(offset, dtype=np.uint8)
+        self.device: Any = None
+
+    def requests(self, ranges: List[ReadRange]) -> List[Tuple[Any, int, int]]:
+        return [(self.host[self.slots[id(r)] : self.slots[id(r)] + r.size], r.size, r.file_offset)
+                for r in ranges]
+
+    def buffer(self, r: ReadRange) -> Any:
+        if self.device is None:  # after the reads: one host-to-device copy
+            self.device = self.fw.from_host(self.host)
+        start = self.slots[id(r)]
+        return self.device[start : start + r.size]
+
+
+# Device-bound reads up to this size are staged through the host together (one batch, one
+# copy, one allocation) instead of one small device read and allocation each.
+STAGE_BELOW = 1 << 20
+_STAGE_ALIGN = 256
+
+
 def issue_tensors(source: Source, header: Header, infos: Sequence[TensorInfo], fw: Framework,
                   pending: PendingReads, *, separate: bool, max_gap: int,
                   piece: Optional[int]) -> List[Tuple[ReadRange, Any]]:
-    """Plan the reads of ``infos``, allocate one buffer per range and issue the reads."""
+    """Plan the reads of ``infos`` and issue them: one allocation per range (large ranges
+    read straight into it), small device-bound ranges staged together (:class:`_Staged`).
+
+    Returns:
+        ``(range, buffer or staging)`` pairs for :func:`views`, valid once ``pending`` is
+        waited for.
+    """
     if separate:
         ranges = [r for t in infos for r in plan_reads([t], header.data_start)]
     else:
         ranges = plan_reads(infos, header.data_start, max_gap=max_gap)
-    out = []
+    small = [r for r in ranges if 0 < r.size <= STAGE_BELOW] if fw.is_device and not separate else []
+    staged = _Staged(fw, small) if len(small) > 1 else None
+    out: List[Tuple[ReadRange, Any]] = []
+    if staged is not None:
+        pending.issue_batch(source, staged.requests(small))
+    staged_ids = {id(r) for r in small} if staged is not None else set()
     for r in ranges:
+        if id(r) in staged_ids:
+            out.append((r, staged))
+            continue
         buf = fw.empty(r.size)
         pending.issue(source, buf, r.size, r.file_offset, piece)
         out.append((r, buf))
@@ -166,8 +223,11 @@ def issue_tensors(source: Source, header: Header, infos: Sequence[TensorInfo], f
 
 
 def views(source_name: str, planned: List[Tuple[ReadRange, Any]], fw: Framework) -> Dict[str, Any]:
+    """The tensors of the planned ranges, as views of their buffers."""
     result: Dict[str, Any] = {}
     for r, buf in planned:
+        if isinstance(buf, _Staged):
+            buf = buf.buffer(r)
         for info, offset in r.members:
             result[info.name] = fw.view(buf, offset, info, source_name)
     return result

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 
 import numpy as np
 
+from kvikio.remote_file import RemoteError
 from kvikio.safetensors._format import Header, TensorInfo
 from kvikio.safetensors._frameworks import Framework, framework_for
 from kvikio.safetensors._io import (
@@ -295,7 +296,15 @@ class safe_open:  # noqa: N801 (the safetensors package's name)
                 raise MissingShardError(
                     f"{self._name}: shard {name_of(path)} (of tensor {tensor!r}) does not exist",
                     filename=name_of(path), tensor=tensor)
-            f = _File(path)
+            try:
+                f = _File(path)
+            except RemoteError as e:
+                if self._index_shards is None or e.http_status != 404:
+                    raise
+                tensor = next((t for t, p in self._where.items() if p == path), None)
+                raise MissingShardError(
+                    f"{self._name}: shard {name_of(path)} (of tensor {tensor!r}) does not exist "
+                    "(HTTP 404)", filename=name_of(path), tensor=tensor) from e
             if self._index_shards is not None:
                 # An index may name a tensor its shard lacks: an error naming both.
                 for t, p in self._where.items():
@@ -367,10 +376,10 @@ class Slice:
             return fw.view(buf, 0, out_info, f.source.name)
         host = np.empty(plan.nbytes, dtype=np.uint8)
         if runs <= _MAX_RUNS and plan.run >= _MIN_RUN:
-            # Strided: one read per run, issued together, into one host buffer, then one copy.
-            for i, off in enumerate(plan.offsets.tolist()):
-                pending.issue(f.source, host[i * plan.run : (i + 1) * plan.run], plan.run,
-                              base + off, None)
+            # Strided: one read per run, in one batch, into one host buffer, then one copy.
+            pending.issue_batch(f.source, [
+                (host[i * plan.run : (i + 1) * plan.run], plan.run, base + off)
+                for i, off in enumerate(plan.offsets.tolist())])
             pending.wait(owner._progress)
         else:
             lo = int(plan.offsets.min())
