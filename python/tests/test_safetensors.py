@@ -491,6 +491,20 @@ def test_missing_remote_shard(http_server, sharded):
         kst_np.load_file(http_server.url("sharded-missing/model.safetensors.index.json"))
 
 
+def test_webhdfs_save_and_load(webhdfs_server, tensors, tmp_path):
+    url = webhdfs_server.url("st/model.safetensors")
+    kst_np.save_file(tensors, url, metadata={"format": "np"})
+    st_np.save_file(tensors, str(tmp_path / "ref.safetensors"), metadata={"format": "np"})
+    assert (webhdfs_server.root / "st" / "model.safetensors").read_bytes() == \
+        (tmp_path / "ref.safetensors").read_bytes()
+    assert_same(kst_np.load_file(url), tensors)
+
+
+def test_save_file_to_a_plain_http_url_is_refused(http_server, tensors):
+    with pytest.raises(ValueError, match="m.safetensors: save_file writes .* not a HTTP URL"):
+        kst_np.save_file(tensors, http_server.url("m.safetensors"))
+
+
 def test_save_file_to_s3_and_load_back(s3_env, tensors, tmp_path):
     s3_env.process.command(cmd="bucket", bucket="st-bucket")
     url = "s3://st-bucket/model.safetensors"

@@ -249,16 +249,22 @@ def write_file(tensors: Mapping[str, Any], filename: Any, metadata: Optional[Map
     prefix, placed = layout(entries, metadata, name)
     total = len(prefix) + sum(e.nbytes for e in entries)
     header = np.frombuffer(prefix, dtype=np.uint8)
-    if is_url(filename):
-        f: Any = kvikio.RemoteFile.open_s3_url(filename, nbytes=total, mode="w")
-    else:
-        f = kvikio.CuFile(os.fspath(filename), "w")
+    remote = is_url(filename)
+    f: Any = _open_for_writing(filename, total) if remote else kvikio.CuFile(os.fspath(filename), "w")
     ok = False
     try:
-        futures = [f.pwrite(header, len(prefix), 0)]
-        for e, offset in placed:
-            if e.nbytes:
-                futures.append(f.pwrite(specs[e.name][2], e.nbytes, offset))
+        if remote:
+            # In file order (WebHDFS appends; S3 parts upload in parallel behind write()).
+            f.write(header, len(prefix))
+            for e, _ in placed:
+                if e.nbytes:
+                    f.write(specs[e.name][2], e.nbytes)
+            futures = []
+        else:
+            futures = [f.pwrite(header, len(prefix), 0)]
+            for e, offset in placed:
+                if e.nbytes:
+                    futures.append(f.pwrite(specs[e.name][2], e.nbytes, offset))
         first_error: Optional[BaseException] = None
         for fut in futures:
             try:
@@ -273,6 +279,18 @@ def write_file(tensors: Mapping[str, Any], filename: Any, metadata: Optional[Map
             f.abort()
         else:
             f.close()
+
+
+def _open_for_writing(url: str, nbytes: int) -> Any:
+    """A remote file opened for writing ``nbytes``: S3 (multipart upload) or WebHDFS."""
+    kind = kvikio.infer_remote_endpoint_type(url)
+    name = name_of(url)
+    if kind == kvikio.RemoteEndpointType.WEBHDFS:
+        return kvikio.RemoteFile.open_webhdfs(url, nbytes=nbytes, mode="w")
+    if kind in (kvikio.RemoteEndpointType.S3, kvikio.RemoteEndpointType.S3_PUBLIC):
+        return kvikio.RemoteFile.open_s3_url(url, nbytes=nbytes, mode="w")
+    raise ValueError(f"{name}: save_file writes local files, s3:// (or S3 http) URLs and WebHDFS "
+                     f"URLs, not a {kind.name} URL")
 
 
 def serialize(tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]],
