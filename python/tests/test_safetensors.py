@@ -573,20 +573,21 @@ def test_duplicate_name_is_refused(tmp_path):
     assert e.value.tensor == "a"
 
 
-@pytest.mark.parametrize("data,message", [
-    (b"", "truncated safetensors file: 0 bytes"),
-    (b"\x08\x00\x00", "truncated safetensors file: 3 bytes"),
-    (struct.pack("<Q", 100) + b"{}", "header length 100 runs past the end of the file \\(10 bytes\\)"),
-    (struct.pack("<Q", 1 << 40) + b"{}", "over the limit"),
-    (struct.pack("<Q", 4) + b"{\xff\xfe}", "not valid UTF-8"),
-    (struct.pack("<Q", 8) + b'{"a":1,]', "not valid JSON"),
-    (struct.pack("<Q", 8) + b"[1, 2]  ", "does not start with"),
-    (struct.pack("<Q", 8) + b"{}      " + b"xx", "data region has 2 bytes"),
+@pytest.mark.parametrize("data,exc,message", [
+    (b"", HeaderError, "truncated safetensors file: 0 bytes"),
+    (b"\x08\x00\x00", HeaderError, "truncated safetensors file: 3 bytes"),
+    (struct.pack("<Q", 100) + b"{}", HeaderError,
+     "header length 100 runs past the end of the file \\(10 bytes\\)"),
+    (struct.pack("<Q", 1 << 40) + b"{}", HeaderError, "over the limit"),
+    (struct.pack("<Q", 4) + b"{\xff\xfe}", HeaderError, "not valid UTF-8"),
+    (struct.pack("<Q", 8) + b'{"a":1,]', HeaderError, "not valid JSON"),
+    (struct.pack("<Q", 8) + b"[1, 2]  ", HeaderError, "does not start with"),
+    (struct.pack("<Q", 8) + b"{}      " + b"xx", TensorInfoError, "data region has 2 bytes"),
 ])
-def test_bad_files_raise_header_errors(tmp_path, data, message):
+def test_bad_files_raise_header_errors(tmp_path, data, exc, message):
     path = tmp_path / "bad.safetensors"
     path.write_bytes(data)
-    with pytest.raises(SafetensorError, match=message) as e:
+    with pytest.raises(exc, match=message) as e:
         kst_np.load_file(str(path))
     assert str(path) in str(e.value)
 

@@ -37,6 +37,7 @@ from kvikio.safetensors.errors import (
 )
 
 __all__ = [
+    "DTYPES",
     "Dtype",
     "Header",
     "HeaderError",
