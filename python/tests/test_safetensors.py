@@ -136,6 +136,32 @@ def test_every_format_dtype_parses_like_safetensors(tmp_path, rng):
             assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
 
 
+def test_packed_dtypes_f4_f6_parse_like_safetensors(tmp_path):
+    """F4 and F6 pack elements into bytes: a shape whose bits fill whole bytes parses (as in
+    safetensors), one that does not is refused; NumPy cannot hold them."""
+    header = {"a": {"dtype": "F6_E2M3", "shape": [2, 4], "data_offsets": [0, 6]},
+              "b": {"dtype": "F6_E3M2", "shape": [4], "data_offsets": [6, 9]},
+              "c": {"dtype": "F4", "shape": [3, 2], "data_offsets": [9, 12]}}
+    path = raw_file(tmp_path / "packed.safetensors", header, bytes(range(12)))
+    with safe_open(path, "numpy") as ours, st.safe_open(path, "numpy") as theirs:
+        for k in "abc":
+            assert ours.get_slice(k).get_dtype() == theirs.get_slice(k).get_dtype()
+            assert ours.get_slice(k).get_shape() == theirs.get_slice(k).get_shape()
+            with pytest.raises(UnsupportedDtypeError, match=f"'{k}'"):
+                ours.get_tensor(k)
+    bad = {"a": {"dtype": "F6_E2M3", "shape": [3], "data_offsets": [0, 2]}}
+    path = raw_file(tmp_path / "bad.safetensors", bad, bytes(2))
+    with pytest.raises(TensorInfoError, match="'a'.*2.25 bytes"):
+        safe_open(path, "numpy")
+
+
+def test_dtype_table_is_the_formats_in_its_order():
+    """The order is the safetensors writer's (its Dtype enum), which byte-identical saves need."""
+    assert list(DTYPES) == ["BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3",
+                            "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16",
+                            "I32", "U32", "F32", "C64", "F64", "I64", "U64"]
+
+
 def test_torch_is_bit_exact_against_safetensors_every_dtype(tmp_path, rng):
     torch = pytest.importorskip("torch")
     import safetensors.torch as st_pt
