@@ -342,8 +342,16 @@ class ReadRange:
         return self.file_offset + self.size
 
 
+# Reads of at least PAGE_ALIGN_ABOVE bytes start on a 4 KiB file offset (reaching back into the
+# header or the previous tensor by less than a page) so that Direct IO and the engine's aligned
+# fast path take all of them but the tail.
+PAGE = 4096
+PAGE_ALIGN_ABOVE = 1 << 20
+
+
 def plan_reads(tensors: Sequence[TensorInfo], data_start: int, *, max_gap: int = 0,
-               max_range: Optional[int] = None, align: int = HEADER_ALIGNMENT) -> List[ReadRange]:
+               max_range: Optional[int] = None, align: int = HEADER_ALIGNMENT,
+               page_align_above: Optional[int] = PAGE_ALIGN_ABOVE) -> List[ReadRange]:
     """Coalesce the byte ranges of ``tensors`` into few reads.
 
     Tensors are taken in file order; one joins the current range when the bytes between them
@@ -359,6 +367,9 @@ def plan_reads(tensors: Sequence[TensorInfo], data_start: int, *, max_gap: int =
         max_gap: Bytes of a gap between two tensors that a read may span.
         max_range: The most bytes one read may take; None for no limit.
         align: The alignment of each read's start, relative to the data region.
+        page_align_above: Reads of at least this many bytes start at a multiple of 4 KiB in
+            the file (when the data region is ``align``-aligned, so that the tensors stay
+            aligned); None never.
 
     Returns:
         The reads, in file order.
@@ -385,6 +396,13 @@ def plan_reads(tensors: Sequence[TensorInfo], data_start: int, *, max_gap: int =
         start = data_start + (t.begin - t.begin % align)
         current = ReadRange(start, end - start, [(t, begin - start)])
         ranges.append(current)
+    if page_align_above is not None and data_start % align == 0:
+        for r in ranges:
+            back = r.file_offset % PAGE
+            if r.size >= page_align_above and back:
+                r.file_offset -= back
+                r.size += back
+                r.members = [(t, offset + back) for t, offset in r.members]
     if empties:
         if ranges:
             ranges[0].members.extend((t, 0) for t in empties)

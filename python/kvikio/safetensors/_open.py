@@ -128,7 +128,9 @@ class safe_open:  # noqa: N801 (the safetensors package's name)
         max_gap: Bytes between two wanted tensors that a read may span (and throw away) to
             join them into one read; 0 joins only adjacent tensors.
         progress: Off (None, the default); a ``callback(done_bytes, total_bytes)``; an object
-            with ``update(n)`` (a ``tqdm`` bar); or True for a ``tqdm`` bar.
+            with ``update(n)`` (a ``tqdm`` bar); or True for a ``tqdm`` bar. It counts the
+            bytes read: the tensors' and, before each read of 1 MiB or more, under 4 KiB
+            that align its start to a page.
 
     Raises:
         FileNotFoundError: The file does not exist (a ``RuntimeError`` too).
