@@ -190,6 +190,15 @@ def test_torch_is_bit_exact_against_safetensors_every_dtype(tmp_path, rng):
             assert torch.equal(loaded[k].view(torch.uint8), t.view(torch.uint8)), k
 
 
+def test_torch_save_refuses_shared_tensors(tmp_path):
+    torch = pytest.importorskip("torch")
+    import kvikio.safetensors.torch as kst_pt
+
+    w = torch.zeros(10)
+    with pytest.raises(RuntimeError, match="share memory.*'a'.*'b'"):
+        kst_pt.save_file({"a": w, "b": w[2:5]}, str(tmp_path / "s.safetensors"))
+
+
 def test_torch_cuda_load_and_save(tmp_path, rng, torch_cuda):
     torch = torch_cuda
     import safetensors.torch as st_pt
@@ -260,6 +269,8 @@ def test_save_converts_big_endian_and_rejects_what_safetensors_cannot_store(tmp_
         kst_np.save({"x": [1, 2]})
     with pytest.raises(MetadataError, match="strings"):
         kst_np.save({"a": a}, metadata={"n": 1})
+    with pytest.raises(TensorInfoError, match="x.safetensors: a tensor cannot be named '__metadata__'"):
+        kst_np.save_file({"__metadata__": a}, str(tmp_path / "x.safetensors"))
     # A non-contiguous array is saved as its logical content.
     kst_np.save_file({"t": a.T}, str(tmp_path / "t.safetensors"))
     assert kst_np.load_file(str(tmp_path / "t.safetensors"))["t"].tobytes() == a.T.tobytes()

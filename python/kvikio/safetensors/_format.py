@@ -286,7 +286,8 @@ def layout(entries: Iterable[SaveEntry], metadata: Optional[Mapping[str, str]],
 
     Raises:
         MetadataError: ``metadata`` is not a map of strings to strings.
-        TensorInfoError: An entry's byte length does not match its shape and dtype.
+        TensorInfoError: An entry's byte length does not match its shape and dtype, or a
+            tensor is named ``__metadata__``.
     """
     if metadata is not None:
         if not isinstance(metadata, Mapping) or not all(
@@ -294,6 +295,11 @@ def layout(entries: Iterable[SaveEntry], metadata: Optional[Mapping[str, str]],
         ):
             raise MetadataError(f"{filename}: metadata must map strings to strings",
                                 filename=filename)
+    entries = list(entries)
+    for e in entries:
+        if e.name == "__metadata__":  # (safetensors writes it, and then cannot read the file)
+            raise TensorInfoError(f"{filename}: a tensor cannot be named '__metadata__'",
+                                  filename=filename, tensor=e.name)
     ordered = sorted(entries, key=lambda e: (-DTYPES[e.code].rank, e.name.encode("utf-8")))
     doc: Dict[str, object] = {}
     if metadata is not None:

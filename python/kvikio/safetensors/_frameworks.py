@@ -97,6 +97,9 @@ class Framework:
     def to_host_bytes(self, buf: Any) -> bytes:
         raise NotImplementedError
 
+    def check_shared(self, tensors: Dict[str, Any]) -> None:
+        """Raise when the tensors to save overlap in memory (torch only)."""
+
 
 def _numpy_dtype(info: TensorInfo, filename: str, framework: str) -> Any:
     dtype = _NUMPY_TYPES.get(info.dtype.code)
@@ -265,6 +268,25 @@ class TorchFramework(Framework):
 
     def to_host_bytes(self, buf: Any) -> bytes:
         return buf.cpu().numpy().tobytes()
+
+    def check_shared(self, tensors: Dict[str, Any]) -> None:
+        """Refuse tensors that share memory, as ``safetensors.torch`` does (the file would
+        hold the bytes twice and load them as two tensors)."""
+        spans = []
+        for name, t in tensors.items():
+            if isinstance(t, self.torch.Tensor) and t.numel():
+                start = t.data_ptr()
+                spans.append((str(t.device), start, start + t.numel() * t.element_size(), name))
+        spans.sort()
+        shared, reach = [], None  # reach: (device, end, name) of the farthest span so far
+        for device, start, end, name in spans:
+            if reach is not None and reach[0] == device and start < reach[1]:
+                shared.append((reach[2], name))
+            if reach is None or reach[0] != device or end > reach[1]:
+                reach = (device, end, name)
+        if shared:
+            raise RuntimeError(
+                f"tensors share memory: {shared}; save each once (or .clone() one of them)")
 
 
 FRAMEWORKS = {"numpy": NumpyFramework, "np": NumpyFramework, "pt": TorchFramework,

@@ -240,6 +240,7 @@ def write_file(tensors: Mapping[str, Any], filename: Any, metadata: Optional[Map
     if not isinstance(tensors, Mapping):
         raise ValueError(f"expected a dict of tensors, got {type(tensors)}")
     name = name_of(filename)
+    fw.check_shared(dict(tensors))
     specs = {}
     for key, tensor in tensors.items():
         if not isinstance(key, str):
@@ -298,6 +299,7 @@ def serialize(tensors: Mapping[str, Any], metadata: Optional[Mapping[str, str]],
     """The bytes of a safetensors file (``save``)."""
     if not isinstance(tensors, Mapping):
         raise ValueError(f"expected a dict of tensors, got {type(tensors)}")
+    fw.check_shared(dict(tensors))
     specs = {k: fw.save_spec(t, k) for k, t in tensors.items()}
     entries = [SaveEntry(k, code, shape, nbytes) for k, (code, shape, _, nbytes) in specs.items()]
     prefix, placed = layout(entries, metadata)
