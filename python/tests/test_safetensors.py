@@ -369,6 +369,9 @@ def test_missing_shard_and_bad_index(tmp_path, sharded):
     assert isinstance(e.value, FileNotFoundError)
     with safe_open(index, "numpy") as f:  # the other shards still load
         assert f.get_tensor("model.layers.0.norm").shape == (48,)
+    got = kst_np.load_file(index, tensors=lambda n: ".1." not in n)  # the missing one unopened
+    assert sorted(got) == ["model.layers.0.norm", "model.layers.0.weight",
+                           "model.layers.2.norm", "model.layers.2.weight"]
     bad = tmp_path / "bad.safetensors.index.json"
     bad.write_text('{"metadata": {}}')
     with pytest.raises(IndexFileError, match="bad.safetensors.index.json.*weight_map"):

@@ -194,10 +194,17 @@ class safe_open:  # noqa: N801 (the safetensors package's name)
         Returns:
             The names by offset (shard after shard for an index).
         """
+        return self._in_file_order(list(self._where))
+
+    def _in_file_order(self, names: List[str]) -> List[str]:
+        by_path: Dict[Any, List[str]] = {}
+        for n in names:
+            by_path.setdefault(self._where[n], []).append(n)
         out: List[str] = []
         for path in dict.fromkeys(self._where.values()):
-            f = self._file(path)
-            out += [t.name for t in f.header.by_offset() if self._where.get(t.name) == path]
+            if path in by_path:
+                tensors = self._file(path).header.tensors
+                out += sorted(by_path[path], key=lambda n: (tensors[n].begin, tensors[n].end))
         return out
 
     def metadata(self) -> Optional[Dict[str, str]]:
@@ -238,8 +245,11 @@ class safe_open:  # noqa: N801 (the safetensors package's name)
                 (:class:`~kvikio.safetensors.errors.TensorNotFoundError`).
         """
         self._check_open()
-        names = _selected(self.offset_keys() if tensors is None or callable(tensors)
-                          else list(self._where), tensors, self._name)
+        if tensors is None or callable(tensors):
+            # Only the shards that hold a wanted tensor are opened.
+            names = self._in_file_order(_selected(list(self._where), tensors, self._name))
+        else:
+            names = _selected(list(self._where), tensors, self._name)
         for n in names:
             if n not in self._where:
                 raise TensorNotFoundError(f"{self._name}: no tensor {n!r}", filename=self._name,
