@@ -717,3 +717,14 @@ def test_header_parser_survives_random_mutations(tensors):
         accepted += 1
         _check_invariants(header, data, len(data))
     assert accepted < 3000
+
+
+def test_device_arguments():
+    from kvikio.safetensors._frameworks import CURRENT, parse_cuda_device
+
+    assert parse_cuda_device("cpu") is None and parse_cuda_device(None) is None
+    assert parse_cuda_device("cuda") == CURRENT and parse_cuda_device("CUDA:3") == 3
+    assert parse_cuda_device(2) == 2
+    for bad in ("gpu", "cuda:x", -1, True, 1.5):
+        with pytest.raises(ValueError, match="device"):
+            parse_cuda_device(bad)

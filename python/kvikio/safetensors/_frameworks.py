@@ -39,9 +39,13 @@ def _code_of(name: str, tensor: str, framework: str) -> str:
     return code
 
 
+# parse_cuda_device's answer for "cuda" without an ordinal: the current device.
+CURRENT = -1
+
+
 def parse_cuda_device(device: Any) -> Optional[int]:
-    """The CUDA ordinal of ``device`` ("cuda", "cuda:N", N, a torch/cupy device), or None for
-    the CPU ("cpu", None)."""
+    """The CUDA ordinal of ``device`` ("cuda:N", N, a torch/cupy device; :data:`CURRENT` for
+    "cuda"), or None for the CPU ("cpu", None)."""
     if device is None:
         return None
     if isinstance(device, bool):
@@ -53,7 +57,7 @@ def parse_cuda_device(device: Any) -> Optional[int]:
     if hasattr(device, "type") and hasattr(device, "index"):  # torch.device
         if device.type == "cpu":
             return None
-        return device.index or 0
+        return CURRENT if device.index is None else device.index
     if hasattr(device, "id"):  # cupy.cuda.Device
         return int(device.id)
     if isinstance(device, str):
@@ -61,7 +65,7 @@ def parse_cuda_device(device: Any) -> Optional[int]:
         if text == "cpu":
             return None
         if text == "cuda":
-            return 0
+            return CURRENT
         if text.startswith("cuda:") and text[5:].isdigit():
             return int(text[5:])
     raise ValueError(f"device {device!r} is neither 'cpu' nor 'cuda[:N]' nor an ordinal")
@@ -162,7 +166,7 @@ class CupyFramework(Framework):
         ordinal = parse_cuda_device("cuda" if device is None else device)
         if ordinal is None:
             raise ValueError(f"framework cupy loads into device memory only, not {device!r}")
-        super().__init__(ordinal)
+        super().__init__(cupy.cuda.runtime.getDevice() if ordinal == CURRENT else ordinal)
 
     def empty(self, nbytes: int) -> Any:
         with self.cupy.cuda.Device(self.device):
@@ -216,7 +220,13 @@ class TorchFramework(Framework):
         self.torch = torch
         self.types = torch_types(torch)
         ordinal = parse_cuda_device(device)
-        super().__init__(torch.device("cpu") if ordinal is None else torch.device("cuda", ordinal))
+        if ordinal is None:
+            where = torch.device("cpu")
+        elif ordinal == CURRENT:
+            where = torch.device("cuda", torch.cuda.current_device())
+        else:
+            where = torch.device("cuda", ordinal)
+        super().__init__(where)
         self.is_device = ordinal is not None
 
     def empty(self, nbytes: int) -> Any:
