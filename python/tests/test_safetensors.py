@@ -668,6 +668,11 @@ def test_missing_file_and_tensor(tmp_path, tensors):
     with safe_open(path, "numpy") as f:
         with pytest.raises(KeyError, match="'missing'"):
             f.get_tensor("missing")
+    assert sorted(kst_np.load_file(path, backend="pread")) == sorted(tensors)
+    with safe_open(path, "numpy", backend="mmap") as f:
+        assert f.keys() == sorted(tensors)
+    with pytest.raises(ValueError, match="backend 'fast'"):
+        safe_open(path, "numpy", backend="fast")
     with pytest.raises(ValueError, match="framework 'jax'"):
         safe_open(path, "jax")
     with pytest.raises(ValueError, match="host memory only"):

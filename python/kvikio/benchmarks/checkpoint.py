@@ -457,9 +457,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(json.dumps(worker(json.loads(args.worker))))
         return 0
     if _is_cuda(args.device) and _torch() is None:
-        try:
-            import cupy  # noqa: F401
-        except ImportError:
+        import importlib.util
+
+        if importlib.util.find_spec("cupy") is None:
             print("checkpoint: --device cuda needs torch or CuPy", file=sys.stderr)
             return 2
     import kvikio.defaults

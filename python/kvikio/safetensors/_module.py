@@ -11,9 +11,9 @@ from kvikio.safetensors._open import Selection, safe_open
 
 
 def load_file(framework: str, filename: Any, device: Any, tensors: Selection, separate: bool,
-              max_gap: int, progress: Any) -> Dict[str, Any]:
+              max_gap: int, progress: Any, backend: str = "kvikio") -> Dict[str, Any]:
     with safe_open(filename, framework, device, separate=separate, max_gap=max_gap,
-                   progress=progress) as f:
+                   progress=progress, backend=backend) as f:
         return f.get_tensors(tensors)
 
 

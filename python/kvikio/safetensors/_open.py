@@ -36,6 +36,8 @@ _MAX_RUNS = 1 << 16
 _MIN_RUN = 512
 
 Selection = Union[None, Iterable[str], Callable[[str], bool]]
+# safetensors' backends, accepted so that calls written for it run unchanged.
+_BACKENDS = ("kvikio", "mmap", "pread")
 
 
 def is_index(path: Any) -> bool:
@@ -127,6 +129,8 @@ class safe_open:  # noqa: N801 (the safetensors package's name)
         separate: Give each tensor its own allocation instead of views of a shared one.
         max_gap: Bytes between two wanted tensors that a read may span (and throw away) to
             join them into one read; 0 joins only adjacent tensors.
+        backend: Accepted for ``safetensors``' ``backend="mmap"``/``"pread"``; the reads are
+            kvikio's whichever is given.
         progress: Off (None, the default); a ``callback(done_bytes, total_bytes)``; an object
             with ``update(n)`` (a ``tqdm`` bar); or True for a ``tqdm`` bar. It counts the
             bytes read: the tensors' and, before each read of 1 MiB or more, under 4 KiB
@@ -141,7 +145,10 @@ class safe_open:  # noqa: N801 (the safetensors package's name)
     """
 
     def __init__(self, filename: Any, framework: str = "pt", device: Any = "cpu", *,
-                 separate: bool = False, max_gap: int = 0, progress: Any = None) -> None:
+                 separate: bool = False, max_gap: int = 0, progress: Any = None,
+                 backend: str = "kvikio") -> None:
+        if backend not in _BACKENDS:
+            raise ValueError(f"backend {backend!r} is not one of {', '.join(_BACKENDS)}")
         self._fw: Framework = framework_for(framework, None if framework in ("cupy", "cp")
                                             and device == "cpu" else device)
         self._separate = bool(separate)

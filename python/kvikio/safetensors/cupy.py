@@ -16,7 +16,8 @@ _FRAMEWORK = "cupy"
 
 
 def load_file(filename: PathLike, device: Any = "cuda", *, tensors: Selection = None,
-              separate: bool = False, max_gap: int = 0, progress: Any = None) -> Dict[str, Any]:
+              separate: bool = False, max_gap: int = 0, progress: Any = None,
+              backend: str = "kvikio") -> Dict[str, Any]:
     """Load a safetensors file, a sharded checkpoint's ``*.safetensors.index.json`` or a URL
     into device memory (CuPy arrays) on ``device`` ("cuda", "cuda:N" or an ordinal).
 
@@ -27,6 +28,7 @@ def load_file(filename: PathLike, device: Any = "cuda", *, tensors: Selection = 
         separate: One allocation per tensor instead of views of one per coalesced read.
         max_gap: Bytes between wanted tensors a read may span to join them (filtered loads).
         progress: None; a ``callback(done_bytes, total_bytes)``; a tqdm-like object; True.
+        backend: Accepted for ``safetensors``' ``"mmap"``/``"pread"``; the reads are kvikio's.
 
     Returns:
         The tensors by name (``cupy.ndarray``), in file order.
@@ -36,7 +38,8 @@ def load_file(filename: PathLike, device: Any = "cuda", *, tensors: Selection = 
             the file and the tensor.
         FileNotFoundError: The file, or a shard of the index, does not exist.
     """
-    return _module.load_file(_FRAMEWORK, filename, device, tensors, separate, max_gap, progress)
+    return _module.load_file(_FRAMEWORK, filename, device, tensors, separate, max_gap, progress,
+                             backend)
 
 
 def save_file(tensors: Dict[str, Any], filename: PathLike,

@@ -14,7 +14,8 @@ _FRAMEWORK = "numpy"
 
 
 def load_file(filename: PathLike, device: Any = "cpu", *, tensors: Selection = None,
-              separate: bool = False, max_gap: int = 0, progress: Any = None) -> Dict[str, Any]:
+              separate: bool = False, max_gap: int = 0, progress: Any = None,
+              backend: str = "kvikio") -> Dict[str, Any]:
     """Load a safetensors file, a sharded checkpoint's ``*.safetensors.index.json`` or a URL
     into host memory (NumPy arrays).
 
@@ -25,6 +26,7 @@ def load_file(filename: PathLike, device: Any = "cpu", *, tensors: Selection = N
         separate: One allocation per tensor instead of views of one per coalesced read.
         max_gap: Bytes between wanted tensors a read may span to join them (filtered loads).
         progress: None; a ``callback(done_bytes, total_bytes)``; a tqdm-like object; True.
+        backend: Accepted for ``safetensors``' ``"mmap"``/``"pread"``; the reads are kvikio's.
 
     Returns:
         The tensors by name (``numpy.ndarray``), in file order.
@@ -34,7 +36,8 @@ def load_file(filename: PathLike, device: Any = "cpu", *, tensors: Selection = N
             the file and the tensor.
         FileNotFoundError: The file, or a shard of the index, does not exist.
     """
-    return _module.load_file(_FRAMEWORK, filename, device, tensors, separate, max_gap, progress)
+    return _module.load_file(_FRAMEWORK, filename, device, tensors, separate, max_gap, progress,
+                             backend)
 
 
 def save_file(tensors: Dict[str, Any], filename: PathLike,
