@@ -191,7 +191,9 @@ def _load(loader: str, ck: Dict[str, Any], device: str) -> Dict[str, Any]:
         fl = SafeTensorsFileLoader(SingleGroup(), dev, nogds=True)
         fl.add_filenames({0: files})
         fb = fl.copy_files_to_device()
-        out = {k: fb.get_tensor(k).clone() for k in fb.key_to_rank_lidx}
+        with open(index) as fh:
+            names = list(json.load(fh)["weight_map"])
+        out = {k: fb.get_tensor(k).clone() for k in names}  # clone: fb's buffers go at close
         fb.close()
         fl.close()
         return out
@@ -200,17 +202,24 @@ def _load(loader: str, ck: Dict[str, Any], device: str) -> Dict[str, Any]:
 
         out = {}
         with SafetensorsStreamer() as s:
-            s.stream_files(files)
-            for name, t in s.get_tensors():
-                out[name] = t.to(dev)
+            if hasattr(s, "stream_files"):
+                s.stream_files(files)
+                for name, t in s.get_tensors():
+                    out[name] = t.to(dev)
+            else:  # older releases: one file at a time
+                for f in files:
+                    s.stream_file(f)
+                    for name, t in s.get_tensors():
+                        out[name] = t.to(dev)
         return out
     if loader == "instanttensor":
         from instanttensor import safe_open
 
+        # Its safe_open-style interface, over the list of shards.
         out = {}
         with safe_open(files, framework="pt", device=str(dev)) as f:
-            for name, t in f.tensors():
-                out[name] = t.clone()
+            for name in f.keys():
+                out[name] = f.get_tensor(name)
         return out
     raise ValueError(loader)
 
