@@ -544,15 +544,19 @@ def print_table(r: Dict[str, Any]) -> None:
     ck = r["checkpoint"]
     print(f"checkpoint: {format_bytes(ck['bytes'])} {ck['dtype']}, {ck['tensors']} tensors, "
           f"{ck['shards']} shards; device {r['device']}, {r['threads']} threads")
-    print(f"{'mode':<5} {'loader':<22} {'GB/s':>8} {'x limit':>8} {'peak RSS':>10} {'tensors':>8}")
+    print(f"{'mode':<5} {'loader':<22} {'GB/s':>8} {'x limit':>8} {'kvikio x':>9} "
+          f"{'peak RSS':>10} {'tensors':>8}")
     for mode, loads in r.get("loads", {}).items():
         lim = r[f"limit_{mode}"]
-        print(f"{mode:<5} {'limit':<22} {lim['gbps']:8.2f} {1:8.2f} {'':>10} {'':>8}")
+        ours = loads.get("kvikio", {}).get("gbps")
+        print(f"{mode:<5} {'limit':<22} {lim['gbps']:8.2f} {1:8.2f}")
         for loader, x in loads.items():
             if "error" in x:
                 print(f"{mode:<5} {loader:<22} {x['error']}")
                 continue
-            print(f"{mode:<5} {loader:<22} {x['gbps']:8.2f} {x['ratio_to_limit']:8.2f} "
+            # kvikio x: how many times this loader's throughput ours is.
+            vs = f"{ours / x['gbps']:9.2f}" if ours else f"{'':>9}"
+            print(f"{mode:<5} {loader:<22} {x['gbps']:8.2f} {x['ratio_to_limit']:8.2f} {vs} "
                   f"{format_bytes(x['peak_rss_over_start']):>10} {x['tensors']:>8}")
     if "save" in r:
         s, w = r["save"], r["limit_write"]
