@@ -46,6 +46,22 @@ for t in "${TARGETS[@]}"; do
     done
   fi
 done
+# The Python target (kvikio.safetensors' header parser) runs under atheris where the Python
+# environment has it (FUZZ_PYTHON, default .venv/bin/python); otherwise it is reported as skipped.
+PY=${FUZZ_PYTHON:-.venv/bin/python}
+if [ -x "$PY" ] && "$PY" -c "import atheris, kvikio.safetensors" 2>/dev/null; then
+  t=fuzz_safetensors_header work="$BUILD_DIR/fuzz-corpus/$t" artifacts="$BUILD_DIR/fuzz-findings/$t"
+  rm -rf "$artifacts"; mkdir -p "$work" "$artifacts"
+  echo "--- $t (atheris): ${SECONDS_EACH}s"
+  if "$PY" tests/fuzz/$t.py -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$artifacts/" "$work" "tests/fuzz/corpus/$t" >"$artifacts.log" 2>&1; then
+    grep -E '^Done|^#[0-9]+.*DONE' "$artifacts.log" | tail -1
+  else
+    failed+=("$t"); echo "*** $t FAILED:"; grep -E 'Error|assert|Traceback' "$artifacts.log" | head -20
+  fi
+else
+  echo "--- fuzz_safetensors_header: skipped ($PY lacks atheris: pip install atheris)"
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz.sh: findings in ${failed[*]}"; exit 1
 fi

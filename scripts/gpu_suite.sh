@@ -39,7 +39,7 @@
 set -u
 # GPU_SUITE_STAGES: any of "tests" (steps 2, 3), "bench" (4, 4b, 5), "compare" (4's upstream
 # comparison alone), "random" (4's small-read benches alone), "many" (many requests in flight,
-# against upstream) and "image" (6); default
+# against upstream), "checkpoint" (4c: the safetensors loader) and "image" (6); default
 # "tests bench". One stage per call fits the device tool's 10 minutes; each builds first
 # (incrementally when the machine is still warm).
 STAGES=${GPU_SUITE_STAGES:-tests bench}
@@ -348,6 +348,31 @@ fi
 
 fi
 
+# --- 4c. checkpoints (issue 29; stage "checkpoint" alone: about 6 minutes) ------------------
+# The safetensors tests with torch and CuPy on the GPU, then python -m kvikio.benchmarks.checkpoint
+# on 16 GiB of bf16 in 4 shards, hot and cold, against safetensors, fastsafetensors, Run:ai and
+# InstantTensor where importable. Their wheels (and safetensors', if the machine lacks it)
+# travel in .gpu-deps/checkpoint (pip download --no-deps safetensors fastsafetensors
+# runai-model-streamer runai-model-streamer-s3 instanttensor), installed into a folder of their own.
+if stage checkpoint; then
+  CKPT_SITE=/tmp/kvikio-checkpoint-site
+  if ls "$SRC"/.gpu-deps/checkpoint/*.whl > /dev/null 2>&1 && [ ! -d "$CKPT_SITE" ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target "$CKPT_SITE" \
+      "$SRC"/.gpu-deps/checkpoint/*.whl > "$OUT/checkpoint_wheels.log" 2>&1
+    note "checkpoint wheels: rc=$? $(ls "$SRC"/.gpu-deps/checkpoint | tr '\n' ' ')"
+  fi
+  [ -d "$CKPT_SITE" ] && export PYTHONPATH=$CKPT_SITE${PYTHONPATH:+:$PYTHONPATH}
+  (cd "$SRC" && timeout 60 python3 -m pytest python/tests/test_safetensors.py -q -rsx -p no:cacheprovider) \
+    > "$OUT/pytest_safetensors.log" 2>&1
+  note "pytest safetensors: rc=$? $(tail -1 "$OUT/pytest_safetensors.log")"
+  CKPT_DIR=/var/tmp/kvikio-checkpoint
+  timeout 500 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.checkpoint --size 16GiB \
+    --shards 4 --device cuda --threads 16 --repetitions 2 --cold --dir "$CKPT_DIR" \
+    > "$OUT/checkpoint.txt" 2>> "$OUT/bench.err"
+  note "checkpoint benchmark: rc=$?"
+  rm -rf "$CKPT_DIR"
+fi
+
 # --- 6. the image's own compiler -------------------------------------------------------------
 # Built that way, libkvikio.so once exported its private libstdc++ and `import cupy` crashed
 # beside it; CMakeLists.txt now keeps symbols of static archives local. Checked here: what the
@@ -381,7 +406,7 @@ echo
 echo "================ summary ================"
 cat "$SUMMARY"
 [ -f "$OUT/info.txt" ] && sed -n '/^libraries/,/^compat/p' "$OUT/info.txt"
-for f in many_io bench_many_host bench_many_device bench_posix bench_cufile bench_cold bench_random_host bench_random_device bench_remote_random bench_open before_after overhead s3_upload zarr zarr_upstream open_read_close \
+for f in many_io bench_many_host bench_many_device bench_posix bench_cufile bench_cold bench_random_host bench_random_device bench_remote_random bench_open before_after overhead s3_upload zarr zarr_upstream open_read_close checkpoint \
          "${MULTI_FILES[@]}"; do
   [ -f "$OUT/$f.txt" ] && { echo "--- $f"; cat "$OUT/$f.txt"; }
 done

@@ -478,6 +478,8 @@ DOCUMENTED_MODULES = [
     "kvikio.numpy",
     "kvikio.remote_file",
     "kvikio.zarr",
+    "kvikio.safetensors",
+    "kvikio.safetensors.errors",
 ]
 
 # What the native types' annotations resolve to -> the documented public name.
@@ -501,6 +503,15 @@ ALIASES = {
     "CuFile": "kvikio.CuFile",
     "Mmap": "kvikio.mmap.Mmap",
 }
+# kvikio.safetensors: the errors are documented in kvikio.safetensors.errors, the format's
+# types where the package re-exports them.
+ALIASES.update({f"kvikio.safetensors.{e}": f"kvikio.safetensors.errors.{e}" for e in (
+    "SafetensorError", "HeaderError", "MetadataError", "TensorInfoError", "UnknownDtypeError",
+    "UnsupportedDtypeError", "TensorNotFoundError", "MissingShardError", "IndexFileError")})
+ALIASES.update({f"kvikio.safetensors._format.{t}": f"kvikio.safetensors.{t}" for t in (
+    "Dtype", "TensorInfo", "Header", "ReadRange")})
+ALIASES.update({"kvikio.safetensors._open.Slice": "kvikio.safetensors.Slice",
+                "kvikio.safetensors._open.safe_open": "kvikio.safetensors.safe_open"})
 
 
 def resolve_alias(app: Sphinx, env: Any, node: Any, contnode: Any) -> Any:

@@ -188,3 +188,30 @@ def test_overhead_open_read_close_against_another_interpreter(tmp_path):
         assert x["ratio"] == pytest.approx(x["kvikio_us"] / x["plain_us"])
     r = run("kvikio.benchmarks.overhead", "--compare-upstream", sys.executable, cwd=tmp_path)
     assert r.returncode == 2 and "--compare-upstream goes with --open-read-close" in r.stderr
+
+
+def test_checkpoint_benchmark_json(tmp_path):
+    """Issue 29: the checkpoint benchmark makes a sharded checkpoint, times ours and
+    safetensors beside the limits, saves byte-identical files and checks ours bit for bit."""
+    pytest.importorskip("safetensors")
+    r = run("kvikio.benchmarks.checkpoint", "--size", "4MiB", "--shards", "2", "--threads", "2",
+            "--repetitions", "1", "--cold", "--json",
+            "--loaders", "kvikio,safetensors,fastsafetensors", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    ck = out["checkpoint"]
+    assert ck["shards"] == 2 and ck["tensors"] >= 16 and 3 << 20 < ck["bytes"] <= 4 << 20
+    hot = out["loads"]["hot"]
+    for loader in ("kvikio", "safetensors"):
+        assert hot[loader]["tensors"] == ck["tensors"] and hot[loader]["gbps"] > 0
+        assert hot[loader]["ratio_to_limit"] > 0 and hot[loader]["peak_rss_over_start"] >= 0
+    assert "pinned_bytes_bound" in hot["kvikio"]
+    try:
+        import fastsafetensors  # noqa: F401
+    except ImportError:
+        assert hot["fastsafetensors"] == {"error": "not installed"}
+    assert out["limit_hot"]["gbps"] > 0
+    assert "cold" in out["loads"] or "error" in out["limit_cold"]
+    assert out["save"]["identical"] is True and out["save"]["ratio_to_limit"] > 0
+    assert out["verify"].startswith("bit-exact")
+    assert not list(tmp_path.glob("kvikio-checkpoint-*"))
