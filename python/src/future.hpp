@@ -33,6 +33,11 @@ class IOFuture {
   std::size_t get();
   /// True when the IO has finished.
   [[nodiscard]] bool done() const;
+  /// Calls `callback()` (with the GIL) once the IO has finished, from a waiter thread of
+  /// this module, never from the event loop: `await` hands the result to asyncio with it
+  /// (future_await.cpp). `self` is this future's Python object, held until then. Do not call
+  /// get() from another thread meanwhile.
+  void notify_when_done(nanobind::object self, nanobind::object callback);
 
  private:
   std::future<std::size_t> future_;

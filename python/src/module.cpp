@@ -62,6 +62,7 @@ NB_MODULE(_lib, m)
   // CompatMode first: the classes below name it in their signatures.
   bind_settings(m);
   bind_future(m);
+  bind_future_await(m);
   bind_buffer(m);
   bind_file(m);
   bind_mmap(m);
