@@ -188,3 +188,21 @@ def test_overhead_open_read_close_against_another_interpreter(tmp_path):
         assert x["ratio"] == pytest.approx(x["kvikio_us"] / x["plain_us"])
     r = run("kvikio.benchmarks.overhead", "--compare-upstream", sys.executable, cwd=tmp_path)
     assert r.returncode == 2 and "--compare-upstream goes with --open-read-close" in r.stderr
+
+
+@pytest.mark.parametrize("server", ["nginx", "child"])
+def test_fsspec_cat_ranges_benchmark_against_fsspec_http(tmp_path, server):
+    pytest.importorskip("fsspec")
+    pytest.importorskip("aiohttp", reason="fsspec's HTTPFileSystem needs aiohttp")
+    if server == "nginx" and not any(os.path.exists(p) for p in ("/usr/sbin/nginx", "/usr/bin/nginx")):
+        pytest.skip("nginx is not installed")
+    extra = ["--no-nginx"] if server == "child" else []
+    r = run("kvikio.benchmarks.fsspec_io", "--size", "3MiB", "--io-size", "10000", "--count", "77",
+            "--repetitions", "2", "--threads", "2", "--clients", "kvikio,fsspec", "--json", *extra,
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["count"] == 77 and out["io_size"] == 10000
+    assert out["server"].startswith("nginx" if server == "nginx" else "LocalHttpServer")
+    assert set(out["median_seconds"]) == {"kvikio", "fsspec"}
+    assert out["speedup_of_kvikio"]["kvikio"] == 1.0 and out["speedup_of_kvikio"]["fsspec"] > 0
