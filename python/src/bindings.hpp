@@ -11,6 +11,7 @@ void bind_buffer(nanobind::module_& m);  // is_device_buffer, memory_(de)registe
 void bind_file(nanobind::module_& m);    // FileHandle, page-cache helpers
 void bind_mmap(nanobind::module_& m);    // MmapHandle
 void bind_driver(nanobind::module_& m);  // cuFile driver properties, stream registration
+void bind_log(nanobind::module_& m);     // the library log into Python's logging
 void bind_remote(nanobind::module_& m);  // RemoteFile, RemoteEndpointType, remote errors
 
 }  // namespace kvikio::python
