@@ -23,8 +23,9 @@ namespace nb = nanobind;
 namespace kvikio::python {
 namespace {
 
-/// Waiter threads, one per future being awaited at the moment, reused when idle (a waiter
-/// blocks on one future at a time: a future that finishes early never waits behind another).
+/// Waiter threads, one per future being awaited at the moment up to kMaxThreads, reused when
+/// idle (a waiter blocks on one future at a time: below the cap, a future that finishes early
+/// never waits behind another; above it, futures wait their turn in submission order).
 class Waiters {
  public:
   struct Job {
@@ -37,7 +38,8 @@ class Waiters {
   {
     std::lock_guard lock(mutex_);
     jobs_.push_back(job);
-    if (idle_ == 0) {
+    if (idle_ == 0 && threads_ < kMaxThreads) {
+      ++threads_;
       std::thread([this] { run(); }).detach();
     } else {
       cv_.notify_one();
@@ -80,6 +82,8 @@ class Waiters {
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   int idle_{0};
+  int threads_{0};
+  static constexpr int kMaxThreads = 64;  // zarr awaits at most its async.concurrency at once
 };
 
 Waiters& waiters()
