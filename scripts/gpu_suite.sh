@@ -210,6 +210,11 @@ if stage random; then
         --io-size 64KiB --size 1GiB --threads 16 --repetitions 3 \
         >> "$OUT/bench_remote_random.txt" 2>> "$OUT/bench.err"
     done
+    # The same 1000 x 64 KiB through fsspec: kvikio+http's cat_ranges against fsspec's
+    # HTTPFileSystem (needs aiohttp in .whl, else that row says skipped) and obstore.
+    timeout 150 env PATH="$NGINX_DIR/usr/sbin:$PATH" LD_LIBRARY_PATH="$NGINX_DIR/lib" \
+      python3 -m kvikio.benchmarks.fsspec_io --size 1GiB --threads 16 --repetitions 5 \
+      > "$OUT/bench_fsspec.txt" 2>> "$OUT/bench.err"
   else
     note "remote random bench: skipped (no .gpu-deps/nginx)"
   fi

@@ -24,6 +24,10 @@ buffers. Writes (``pipe_file``, ``put_file``, ``open(..., "wb")``) go through
 ListObjectsV2 (signed here with SigV4, as libkvikio signs reads), WebHDFS LISTSTATUS; HTTP
 has ``info``/``exists`` (a HEAD request) but no ``ls``.
 
+The size of a remote file is asked once (a HEAD or status request) and remembered by the
+file system instance, as fsspec's ``HTTPFileSystem`` does; writes through the instance and
+``invalidate_cache()`` forget it. Local sizes are read at each open.
+
 S3 ``storage_options`` take s3fs's names: ``key``, ``secret``, ``token``, ``endpoint_url``,
 ``client_kwargs={"region_name": ..., "endpoint_url": ...}``, ``anon``. Anything not given
 comes from the ``AWS_*`` environment of the process doing the request, read at each request.

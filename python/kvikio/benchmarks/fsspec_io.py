@@ -13,6 +13,7 @@ time of each is printed with its ratio to ours. ``--json`` prints one JSON objec
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -83,9 +84,10 @@ def start_server(root: str, use_nginx: bool) -> tuple[str, subprocess.Popen, str
     nginx = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.path.exists(p)), None)
     if use_nginx and nginx:
         conf_dir = tempfile.mkdtemp(prefix="kvikio-nginx-")
+        atexit.register(shutil.rmtree, conf_dir, True)
         conf = Path(conf_dir) / "nginx.conf"
         conf.write_text(
-            f"daemon off; worker_processes 4; pid {conf_dir}/nginx.pid; error_log {conf_dir}/error.log;\n"
+            f"daemon off; worker_processes auto; pid {conf_dir}/nginx.pid; error_log {conf_dir}/error.log;\n"
             "events { worker_connections 4096; }\n"
             f"http {{ access_log off; client_body_temp_path {conf_dir}; proxy_temp_path {conf_dir};\n"
             f"  fastcgi_temp_path {conf_dir}; uwsgi_temp_path {conf_dir}; scgi_temp_path {conf_dir};\n"
@@ -93,12 +95,12 @@ def start_server(root: str, use_nginx: bool) -> tuple[str, subprocess.Popen, str
             f"  server {{ listen 127.0.0.1:{port}; root {root}; }} }}\n"
         )
         os.chmod(root, 0o755)
-        proc = subprocess.Popen([nginx, "-c", str(conf), "-p", conf_dir], stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([nginx, "-p", conf_dir, "-c", str(conf), "-e", f"{conf_dir}/error.log"],
+                                stderr=subprocess.DEVNULL)
         kind = "nginx"
     else:
         code = (
             "import sys, time; from kvikio.utils import LocalHttpServer\n"
-            "import http.server, socketserver\n"
             f"s = LocalHttpServer({root!r}, max_lifetime=3600)\n"
             "s.__enter__(); print(s.port, flush=True); sys.stdin.read()\n"
         )
