@@ -100,3 +100,16 @@ def test_fsspec_store_over_webhdfs_on_two_worker_processes(client, webhdfs_serve
     url = f"kvikio+webhdfs://127.0.0.1:{webhdfs_server.port}/dask-{uuid.uuid4().hex}"
     zarr.create_array(FsspecStore.from_url(url), shape=a.shape, chunks=(64, 50), dtype=a.dtype)[:] = a
     _check(zarr.open_array(FsspecStore.from_url(url, read_only=True)), a, client)
+
+
+def test_xarray_open_zarr_over_gdsstore_on_two_worker_processes(client, tmp_path, rng):
+    xr = pytest.importorskip("xarray")
+    a = _source(rng)
+    ds = xr.Dataset({"t": (("y", "x"), a)}, coords={"y": np.arange(a.shape[0]), "x": np.arange(a.shape[1])})
+    ds.to_zarr(GDSStore(tmp_path / "x.zarr"), zarr_format=3, consolidated=False,
+               encoding={"t": {"chunks": (64, 50)}})
+    back = xr.open_zarr(GDSStore(tmp_path / "x.zarr", read_only=True), consolidated=False)
+    assert back["t"].chunks is not None  # dask-backed
+    got = client.compute(back["t"].data).result()
+    np.testing.assert_array_equal(got, a)
+    np.testing.assert_array_equal(back["y"].values, np.arange(a.shape[0]))
