@@ -206,3 +206,25 @@ def test_fsspec_cat_ranges_benchmark_against_fsspec_http(tmp_path, server):
     assert out["server"].startswith("nginx" if server == "nginx" else "LocalHttpServer")
     assert set(out["median_seconds"]) == {"kvikio", "fsspec"}
     assert out["speedup_of_kvikio"]["kvikio"] == 1.0 and out["speedup_of_kvikio"]["fsspec"] > 0
+
+
+def test_python_m_kvikio_info_and_bench(tmp_path):
+    r = run("kvikio", "info", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    import kvikio
+
+    assert info["version"] == kvikio.__version__
+    keys = [s["key"] for s in info["settings"]]
+    assert keys == kvikio.defaults.keys()
+    nthreads = next(s for s in info["settings"] if s["key"] == "num_threads")
+    assert nthreads["env"] == "KVIKIO_NTHREADS"
+    r = run("kvikio", "info", cwd=tmp_path)
+    assert r.returncode == 0 and "compat mode" in r.stdout and "task_size" in r.stdout
+    r = run("kvikio", "bench", "--size", "1MiB", "--threads", "2", "--repetitions", "1", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [x["op"] for x in json.loads(r.stdout)["results"]] == ["write", "read"]
+    r = run("kvikio", "frobnicate", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr
+    r = run("kvikio", "info", "--bogus", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown option --bogus" in r.stderr
