@@ -46,6 +46,7 @@ import hmac
 import io
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -61,6 +62,7 @@ except ImportError as e:  # pragma: no cover - exercised where fsspec is missing
 
 import kvikio
 from kvikio import _aio
+from kvikio._lib import _fresh_bytes
 from kvikio.remote_file import RemoteError, RemoteFile
 
 __all__ = [
@@ -84,6 +86,15 @@ def _nbytes(buf: Any) -> int:
             count *= d
         return count * np.dtype(cai["typestr"]).itemsize
     return memoryview(buf).nbytes
+
+
+def _settle(futures: Iterable[Any]) -> None:
+    """Blocks until every future's IO has ended: it writes into bytes objects (_fresh_bytes)
+    that nothing else keeps alive, so they must not be freed before. Only done() is asked: a
+    waiter thread may be waiting on the same futures, and get() beside it is not allowed."""
+    for f in futures:
+        while not f.done():
+            time.sleep(1e-4)
 
 
 def _clip(start: Optional[int], end: Optional[int], size: int) -> tuple[int, int]:
@@ -163,12 +174,18 @@ class _Base(AsyncFileSystem):
         handle, size = await self._reader(path)
         try:
             offset, n = _clip(start, end, size)
-            out = bytearray(n)
-            if n:
-                got = await _aio.wait(handle.pread(out, n, offset))
-                if got != n:
-                    raise OSError(f"{path}: read {got} of {n} bytes at offset {offset}")
-            return bytes(out)
+            if not n:
+                return b""
+            out, view = _fresh_bytes(n)
+            future = handle.pread(view, n, offset)
+            try:
+                got = await _aio.wait(future)
+            except BaseException:
+                _settle([future])
+                raise
+            if got != n:
+                raise OSError(f"{path}: read {got} of {n} bytes at offset {offset}")
+            return out
         finally:
             handle.close()
 
@@ -212,10 +229,12 @@ class _Base(AsyncFileSystem):
                 requests, expected = [], 0
                 for i in idx:
                     offset, n = _clip(starts[i], ends[i], size)
-                    out[i] = buf = bytearray(n)
                     if n:
-                        requests.append((buf, n, offset))
+                        out[i], view = _fresh_bytes(n)
+                        requests.append((view, n, offset))
                         expected += n
+                    else:
+                        out[i] = b""
                 if requests:
                     try:
                         pending.append((name, idx, expected, handle.pread_batch(requests)))
@@ -231,14 +250,15 @@ class _Base(AsyncFileSystem):
                     for i in idx:
                         out[i] = e
         finally:
+            # Cancelled, or failed before every batch was awaited: the reads still fill `out`.
+            _settle(p[3] for p in pending)
             for got in opened:
                 if not isinstance(got, BaseException):
                     got[0].close()
-        for i, v in enumerate(out):
-            if isinstance(v, bytearray):
-                out[i] = bytes(v)
-            elif on_error != "return" and isinstance(v, BaseException):
-                raise v
+        if on_error != "return":
+            for v in out:
+                if isinstance(v, BaseException):
+                    raise v
         return out
 
     async def _get_file(self, rpath: str, lpath: str, **kwargs: Any) -> None:
@@ -389,9 +409,12 @@ class KvikioFile(io.RawIOBase):
         self._check_open()
         if size is None or size < 0:
             size = max(0, self._size - self._pos)
-        out = bytearray(max(0, min(size, self._size - self._pos)))
-        n = self.readinto(out) if out else 0
-        return bytes(out[:n])
+        want = max(0, min(size, self._size - self._pos))
+        if not want:
+            return b""
+        out, view = _fresh_bytes(want)  # read straight into the bytes returned (no copy)
+        got = self.readinto(view)  # blocking: the view is filled when it returns
+        return out if got == want else out[:got]
 
     def readall(self) -> bytes:
         return self.read(-1)

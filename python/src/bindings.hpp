@@ -12,6 +12,7 @@ void bind_file(nanobind::module_& m);    // FileHandle, page-cache helpers
 void bind_mmap(nanobind::module_& m);    // MmapHandle
 void bind_driver(nanobind::module_& m);  // cuFile driver properties, stream registration
 void bind_log(nanobind::module_& m);     // the library log into Python's logging
-void bind_remote(nanobind::module_& m);  // RemoteFile, RemoteEndpointType, remote errors
+void bind_fresh_bytes(nanobind::module_& m);  // bytes to read into (kvikio.fsspec)
+void bind_remote(nanobind::module_& m);       // RemoteFile, RemoteEndpointType, remote errors
 
 }  // namespace kvikio::python

@@ -68,6 +68,7 @@ NB_MODULE(_lib, m)
   bind_mmap(m);
   bind_driver(m);
   bind_log(m);
+  bind_fresh_bytes(m);
   // Registered after the OSError translator, so remote errors are tried first (nanobind
   // tries the most recently registered translator first).
   bind_remote(m);

@@ -448,3 +448,31 @@ def test_open_readinto_fills_cupy_arrays_local_and_http(cupy, local_file, http_s
         out = cupy.empty(100_000, dtype=cupy.uint8)  # more than is left: 70,000 bytes
         assert f.readinto(out) == 70_000
         assert cupy.asnumpy(out[:70_000]).tobytes() == remote[-70_000:]
+
+
+def test_a_cancelled_cat_ranges_returns_only_once_its_reads_ended(http_server):
+    """The reads fill bytes objects that only the call holds: cancelled, it must wait for
+    them (the server delays every answer 0.4 s) rather than free what they write into."""
+    import time
+
+    data = http_server.data("odd.bin")
+    url = http_server.url("odd.bin", "delay=0.4")
+    starts, ends = _random_ranges(len(data), 20)
+
+    async def main():
+        fs = kfs.KvikioHTTPFileSystem(asynchronous=True, skip_instance_cache=True)
+        fs._sizes[url] = len(data)  # no HEAD: only the range requests are delayed
+        task = asyncio.ensure_future(fs._cat_ranges([url] * 20, starts, ends))
+        await asyncio.sleep(0.1)
+        t0 = time.perf_counter()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        waited = time.perf_counter() - t0
+        again = await fs._cat_ranges([url] * 20, starts, ends)
+        return waited, again
+
+    kvikio.defaults.set("num_threads", 4)
+    waited, again = asyncio.run(main())
+    assert waited > 0.2
+    assert again == [data[s:e] for s, e in zip(starts, ends)]
