@@ -228,3 +228,16 @@ def test_python_m_kvikio_info_and_bench(tmp_path):
     assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr
     r = run("kvikio", "info", "--bogus", cwd=tmp_path)
     assert r.returncode == 2 and "unknown option --bogus" in r.stderr
+
+
+def test_dask_io_benchmark_gdsstore_against_localstore(tmp_path):
+    pytest.importorskip("distributed")
+    pytest.importorskip("zarr")
+    r = run("kvikio.benchmarks.dask_io", "--size", "4MiB", "--chunk", "1MiB", "--workers", "1",
+            "--threads-per-worker", "2", "--threads", "2", "--repetitions", "1", "--json",
+            "--dir", str(tmp_path), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert set(out["median_seconds"]) == {"dask GDSStore", "dask LocalStore"}
+    assert out["ratio"] > 0 and not out["cuda"]
+    assert not list(tmp_path.glob("*.zarr"))  # removed afterwards
