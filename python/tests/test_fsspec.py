@@ -6,6 +6,7 @@ byte with the files the servers serve."""
 from __future__ import annotations
 
 import asyncio
+import io
 import pickle
 import uuid
 
@@ -476,3 +477,38 @@ def test_a_cancelled_cat_ranges_returns_only_once_its_reads_ended(http_server):
     waited, again = asyncio.run(main())
     assert waited > 0.2
     assert again == [data[s:e] for s, e in zip(starts, ends)]
+
+
+# -- bad input: typed errors naming what was wrong --------------------------------------------
+def test_bad_input_raises_typed_errors_naming_it(local_file, s3_server, http_server):
+    path, data = local_file
+    fs = fsspec.filesystem("kvikio")
+    with pytest.raises(ValueError, match=r"mode must be 'rb' or 'wb', not 'ab'"):
+        fs.open(str(path), "ab")
+    with pytest.raises(ValueError, match=r"cat_ranges: 2 paths but 1 starts and 2 ends"):
+        fs.cat_ranges([str(path)] * 2, [0], [1, 2])
+    with pytest.raises(TypeError, match="paths must be a list, got tuple"):
+        fs.cat_ranges((str(path),), [0], [1])
+    with fs.open(str(path), "rb") as f:
+        with pytest.raises(ValueError, match="whence must be 0, 1 or 2, not 7"):
+            f.seek(0, 7)
+        with pytest.raises(io.UnsupportedOperation, match="write on a file opened for reading"):
+            f.write(b"x")
+    with fs.open(str(path) + ".w", "wb") as w:
+        with pytest.raises(io.UnsupportedOperation, match="seek on a file opened for writing"):
+            w.seek(0)
+        with pytest.raises(io.UnsupportedOperation, match="read on a file opened for writing"):
+            w.readinto(bytearray(1))
+        with pytest.raises(TypeError, match="open for writing cannot be pickled"):
+            pickle.dumps(w)
+    s3 = fsspec.filesystem("kvikio+s3", skip_instance_cache=True, **_s3_options(s3_server))
+    with pytest.raises(ValueError, match=r"kvikio\+s3://my-bucket: expected bucket/key"):
+        s3.cat_file("my-bucket")
+    anon = fsspec.filesystem("kvikio+s3", skip_instance_cache=True, anon=True, endpoint_url=s3_server.endpoint)
+    with pytest.raises(PermissionError, match="anonymous access is read-only"):
+        anon.pipe_file("my-bucket/x.bin", b"x")
+    with pytest.raises(TypeError, match="unknown storage_options key"):
+        fsspec.filesystem("kvikio+webhdfs", key="x", skip_instance_cache=True)
+    with pytest.raises(kvikio.RemoteError, match="odd.bin"):  # a 500 after the retries is no FileNotFoundError
+        kvikio.defaults.set("http_max_attempts", 1)
+        fsspec.filesystem("kvikio+http", skip_instance_cache=True).cat_file(http_server.url("odd.bin", "fail=500"))
