@@ -197,12 +197,12 @@ def test_fsspec_cat_ranges_benchmark_against_fsspec_http(tmp_path, server):
     if server == "nginx" and not any(os.path.exists(p) for p in ("/usr/sbin/nginx", "/usr/bin/nginx")):
         pytest.skip("nginx is not installed")
     extra = ["--no-nginx"] if server == "child" else []
-    r = run("kvikio.benchmarks.fsspec_io", "--size", "3MiB", "--io-size", "10000", "--count", "77",
-            "--repetitions", "2", "--threads", "2", "--clients", "kvikio,fsspec", "--json", *extra,
+    r = run("kvikio.benchmarks.fsspec_io", "--size", "3MiB", "--io-size", "10000", "--count", "41",
+            "--repetitions", "1", "--threads", "2", "--clients", "kvikio,fsspec", "--json", *extra,
             cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["count"] == 77 and out["io_size"] == 10000
+    assert out["count"] == 41 and out["io_size"] == 10000
     assert out["server"].startswith("nginx" if server == "nginx" else "LocalHttpServer")
     assert set(out["median_seconds"]) == {"kvikio", "fsspec"}
     assert out["speedup_of_kvikio"]["kvikio"] == 1.0 and out["speedup_of_kvikio"]["fsspec"] > 0
@@ -241,3 +241,14 @@ def test_dask_io_benchmark_gdsstore_against_localstore(tmp_path):
     assert set(out["median_seconds"]) == {"dask GDSStore", "dask LocalStore"}
     assert out["ratio"] > 0 and not out["cuda"]
     assert not list(tmp_path.glob("*.zarr"))  # removed afterwards
+
+
+def test_fsspec_cat_ranges_benchmark_on_moto_s3(tmp_path):
+    pytest.importorskip("fsspec")
+    pytest.importorskip("moto")
+    r = run("kvikio.benchmarks.fsspec_io", "--s3", "--size", "256KiB", "--io-size", "4096",
+            "--count", "20", "--repetitions", "1", "--threads", "2", "--clients", "kvikio", "--json",
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert out["server"] == "moto" and set(out["median_seconds"]) == {"kvikio"}

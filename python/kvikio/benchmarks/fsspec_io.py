@@ -8,6 +8,9 @@ The object (``--size``, default 1 GiB, random bytes) is served by nginx when it 
 ``--io-size`` bytes (default 64 KiB) are drawn once; each client reads them ``--repetitions``
 times (the clients take turns), every result is checked against the file, and the median
 time of each is printed with its ratio to ours. ``--json`` prints one JSON object.
+
+``--s3``: the object is put (with ``kvikio+s3``) on a local moto S3 server in a child process
+instead, and ``kvikio+s3`` is timed against s3fs and obstore's ``S3Store`` where installed.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ def _size(text: str) -> int:
     return value
 
 
+DEFAULT_CLIENTS = "kvikio,fsspec,obstore"
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m kvikio.benchmarks.fsspec_io", description=__doc__.split("\n\n")[0])
     p.add_argument("--size", type=_size, default=1 << 30, help="object size (default 1GiB)")
@@ -49,7 +55,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--server", help="base URL of a running server whose root is --root")
     p.add_argument("--root", help="directory to write the object in (default: a temporary one)")
     p.add_argument("--no-nginx", action="store_true", help="serve with LocalHttpServer even if nginx is there")
-    p.add_argument("--clients", default="kvikio,fsspec,obstore", help="clients to time (default kvikio,fsspec,obstore)")
+    p.add_argument("--clients", default=DEFAULT_CLIENTS,
+                   help="clients to time (default kvikio,fsspec,obstore; with --s3 kvikio,s3fs,obstore)")
+    p.add_argument("--s3", action="store_true", help="the object on a local moto S3 server instead")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args(argv)
     if args.count <= 0 or args.repetitions <= 0 or args.threads <= 0:
@@ -141,6 +149,65 @@ def _obstore_client(url: str) -> Callable[[list, list], list]:
 
 CLIENTS = {"kvikio": _kvikio_client, "fsspec": _fsspec_client, "obstore": _obstore_client}
 
+# --s3: the object on a local moto server, read with kvikio+s3, s3fs and obstore's S3Store.
+S3_KEY, S3_SECRET, S3_REGION, S3_BUCKET = "bench-key", "bench-secret", "us-east-1", "bench"
+
+
+def _s3_options(endpoint: str) -> dict:
+    return {"key": S3_KEY, "secret": S3_SECRET, "endpoint_url": endpoint,
+            "client_kwargs": {"region_name": S3_REGION}}
+
+
+def start_moto(path: Path) -> tuple[str, subprocess.Popen, str]:
+    """A moto S3 server in a child process holding ``path`` as bench/<name> (put with
+    kvikio+s3: a parallel multipart upload)."""
+    port = _free_port()
+    code = (
+        "import sys; from moto.server import ThreadedMotoServer\n"
+        f"s = ThreadedMotoServer(ip_address='127.0.0.1', port={port}, verbose=False); s.start()\n"
+        "print('ready', flush=True); sys.stdin.read(); s.stop()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    if proc.stdout.readline().strip() != "ready":
+        raise RuntimeError("moto's server did not start (pip install 'moto[server]')")
+    endpoint = f"http://127.0.0.1:{port}"
+    import urllib.request
+
+    from kvikio.fsspec import KvikioS3FileSystem, _sigv4
+
+    headers = _sigv4("PUT", f"{endpoint}/{S3_BUCKET}", "", S3_REGION, S3_KEY, S3_SECRET, None)
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{S3_BUCKET}", method="PUT", headers=headers)).close()
+    KvikioS3FileSystem(skip_instance_cache=True, **_s3_options(endpoint)).put_file(str(path), f"{S3_BUCKET}/{path.name}")
+    return endpoint, proc, "moto"
+
+
+def _kvikio_s3_client(endpoint: str, key: str) -> Callable[[list, list], list]:
+    from kvikio.fsspec import KvikioS3FileSystem
+
+    fs = KvikioS3FileSystem(skip_instance_cache=True, **_s3_options(endpoint))
+    fs.info(f"{S3_BUCKET}/{key}")
+    return lambda starts, ends: fs.cat_ranges([f"{S3_BUCKET}/{key}"] * len(starts), starts, ends, on_error="raise")
+
+
+def _s3fs_client(endpoint: str, key: str) -> Callable[[list, list], list]:
+    import s3fs
+
+    fs = s3fs.S3FileSystem(skip_instance_cache=True, **_s3_options(endpoint))
+    return lambda starts, ends: fs.cat_ranges([f"{S3_BUCKET}/{key}"] * len(starts), starts, ends, on_error="raise")
+
+
+def _obstore_s3_client(endpoint: str, key: str) -> Callable[[list, list], list]:
+    import obstore
+    from obstore.store import S3Store
+
+    store = S3Store(S3_BUCKET, endpoint=endpoint, access_key_id=S3_KEY, secret_access_key=S3_SECRET,
+                    region=S3_REGION, client_options={"allow_http": True})
+    return lambda starts, ends: [bytes(b) for b in obstore.get_ranges(store, key, starts=starts, ends=ends)]
+
+
+S3_CLIENTS = {"kvikio": _kvikio_s3_client, "s3fs": _s3fs_client, "obstore": _obstore_s3_client}
+
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
@@ -164,21 +231,26 @@ def main(argv: list[str] | None = None) -> int:
     data = np.memmap(path, dtype=np.uint8, mode="r")
     proc = None
     try:
-        if args.server:
+        if args.s3:
+            base, proc, kind = start_moto(path)
+        elif args.server:
             base, kind = args.server.rstrip("/"), "given"
         else:
             base, proc, kind = start_server(root, not args.no_nginx)
         url = f"{base}/{name}"
+        table = S3_CLIENTS if args.s3 else CLIENTS
+        if args.s3 and args.clients == DEFAULT_CLIENTS:
+            args.clients = "kvikio,s3fs,obstore"
         starts = [int(s) for s in rng.integers(0, args.size - args.io_size + 1, args.count)]
         ends = [s + args.io_size for s in starts]
         clients, skipped = {}, {}
         for c in args.clients.split(","):
             try:
-                clients[c] = CLIENTS[c](url)
+                clients[c] = table[c](base, name) if args.s3 else table[c](url)
             except ImportError as e:
                 skipped[c] = f"not installed ({e.name})"
             except KeyError:
-                raise SystemExit(f"unknown client {c!r} (known: {', '.join(CLIENTS)})") from None
+                raise SystemExit(f"unknown client {c!r} (known: {', '.join(table)})") from None
         times: dict[str, list[float]] = {c: [] for c in clients}
         for rep in range(args.repetitions + 1):  # the first round warms connections up
             for c, read in clients.items():
