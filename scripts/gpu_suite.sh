@@ -38,8 +38,9 @@
 #                    S3 examples run with CuPy buffers too
 set -u
 # GPU_SUITE_STAGES: any of "tests" (steps 2, 3), "bench" (4, 4b, 5), "compare" (4's upstream
-# comparison alone), "random" (4's small-read benches alone), "many" (many requests in flight,
-# against upstream), "checkpoint" (4c: the safetensors loader) and "image" (6); default
+# comparison alone), "random" (4's small-read benches alone, and benchmarks.fsspec_io), "many"
+# (many requests in flight, against upstream), "checkpoint" (4c: the safetensors loader),
+# "dask" (benchmarks.dask_io, LocalCUDACluster) and "image" (6); default
 # "tests bench". One stage per call fits the device tool's 10 minutes; each builds first
 # (incrementally when the machine is still warm).
 STAGES=${GPU_SUITE_STAGES:-tests bench}
@@ -230,6 +231,11 @@ if stage random; then
         --io-size 64KiB --size 1GiB --threads 16 --repetitions 3 \
         >> "$OUT/bench_remote_random.txt" 2>> "$OUT/bench.err"
     done
+    # The same 1000 x 64 KiB through fsspec: kvikio+http's cat_ranges against fsspec's
+    # HTTPFileSystem (needs aiohttp in .whl, else that row says skipped) and obstore.
+    timeout 150 env PATH="$NGINX_DIR/usr/sbin:$PATH" LD_LIBRARY_PATH="$NGINX_DIR/lib" \
+      python3 -m kvikio.benchmarks.fsspec_io --size 1GiB --threads 16 --repetitions 5 \
+      > "$OUT/bench_fsspec.txt" 2>> "$OUT/bench.err"
   else
     note "remote random bench: skipped (no .gpu-deps/nginx)"
   fi
@@ -251,6 +257,20 @@ timeout 120 python3 -m kvikio.benchmarks.s3_upload --size 512MiB --threads 16 --
   > "$OUT/s3_upload.txt" 2>> "$OUT/bench.err"
 timeout 90 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.zarr_io --size 2GiB --chunk 64MiB \
   --threads 16 --repetitions 2 > "$OUT/zarr.txt" 2>> "$OUT/bench.err"
+fi
+# Dask (issue 26; stage "dask" alone): a LocalCUDACluster of one worker reading a 4 GiB zarr
+# array into CuPy through GDSStore against the single-process GDSStore read, and a 2-process
+# LocalCluster over GDSStore against LocalStore. Needs dask, distributed and dask-cuda (and
+# what they import) in .whl.
+if stage dask; then
+  if python3 -c "import dask_cuda, distributed" 2>/dev/null; then
+    timeout 240 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.dask_io --cuda --size 4GiB \
+      --chunk 64MiB --threads 16 --repetitions 3 > "$OUT/dask_cuda.txt" 2>> "$OUT/bench.err"
+    timeout 240 python3 -m kvikio.benchmarks.dask_io --size 2GiB --chunk 16MiB --workers 2 \
+      --threads-per-worker 4 --threads 8 --repetitions 3 > "$OUT/dask_cpu.txt" 2>> "$OUT/bench.err"
+  else
+    note "dask benches: skipped (dask_cuda or distributed not importable: carry them in .whl)"
+  fi
 fi
 # Upstream KvikIO side by side (issue 14; also alone as the stage "compare"): its wheels
 # (kvikio-cu13, libkvikio-cu13, and rapids-logger and cuda-pathfinder that libkvikio loads)

@@ -76,6 +76,7 @@ rm -rf .venv
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q . pytest pytest-asyncio matplotlib "zarr>=3" "moto[server]==5.2.5" boto3 safetensors atheris \
+  fsspec "dask[array]" distributed aiohttp xarray \
   -r docs/requirements.txt
 .venv/bin/python -m pytest python/tests -rsx -q
 

@@ -7,6 +7,9 @@ buffer protocol (NumPy, bytearray), ``__cuda_array_interface__`` (CuPy, Numba) o
 (PyTorch).
 """
 
+import atexit as _atexit
+import os as _os
+
 from kvikio import cufile_driver, defaults, errors, mmap, numpy, utils
 from kvikio._lib import CompatMode
 from kvikio._version import __git_commit__, __version__
@@ -32,6 +35,15 @@ from kvikio.remote_file import (
 )
 from kvikio.stream import stream_deregister, stream_register
 from kvikio.utils import kvikio_deprecation_notice
+
+# The library's log lines go to logging.getLogger("kvikio") (handlers, levels and format are
+# the application's; with none configured, logging's last resort prints warnings and worse to
+# stderr, as the library did). KVIKIO_LOG_FILE, when set, keeps them in that file.
+if not _os.environ.get("KVIKIO_LOG_FILE"):
+    from kvikio import _lib as _native
+
+    _native._log_to_python(True)
+    _atexit.register(_native._log_to_python, False)
 
 __all__ = [
     "CompatMode",

@@ -61,10 +61,21 @@ class CuFile:
     closed file (:class:`kvikio.errors.ClosedFileError`), ``RuntimeError`` for a read past the
     end of the file (:class:`kvikio.errors.EndOfFileError`), ``OSError`` for a failed system
     call.
+
+    Pickling: a ``CuFile`` pickles as its path and flags and is opened again, by path, where it
+    is unpickled (in another process, the file must be reachable there under the same path).
+    ``"w"``/``"w+"`` files are reopened as ``"r+"`` (never truncated again), the other flags as
+    they were. A CuFile has no file position (every IO names its offset), so nothing else
+    travels; a closed one unpickles closed.
     """
 
     def __init__(self, file: PathLike, flags: str = "r") -> None:
+        self._flags = flags
         self._handle = _lib.FileHandle(os.fspath(file), flags)
+
+    def __reduce__(self) -> tuple:
+        reopen = {"w": "r+", "w+": "r+"}.get(self._flags, self._flags)
+        return _unpickle_cufile, (self._handle.path, reopen, self.closed)
 
     # -- life cycle -------------------------------------------------------------------
     def close(self) -> None:
@@ -420,6 +431,13 @@ class CuFile:
         return self._handle.raw_write_async(
             buf, stream_handle(raw_stream), size, file_offset, dev_offset
         )
+
+
+def _unpickle_cufile(path: str, flags: str, closed: bool) -> CuFile:
+    f = CuFile(path, flags)
+    if closed:
+        f.close()
+    return f
 
 
 def _file_arg(file: Any) -> Union[str, int]:

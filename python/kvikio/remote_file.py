@@ -16,6 +16,7 @@ is sent; a size larger than the buffer raises ``ValueError``.
 from __future__ import annotations
 
 import functools
+import inspect
 import io
 import urllib.parse
 from typing import Any, Callable, Iterable, Optional, TypeVar
@@ -170,8 +171,40 @@ def _region(aws_region_name: Optional[str], kwargs: dict[str, Any], who: str) ->
     return aws_region_name if aws_region_name is not None else alias
 
 
+def _remember(func: _F) -> _F:
+    """Records how a RemoteFile was opened (the method and the caller's own arguments, by
+    name), so that it can be opened again when unpickled."""
+    signature = inspect.signature(func)
+
+    @functools.wraps(func)
+    def wrapper(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        f = func(cls, *args, **kwargs)
+        bound = signature.bind(cls, *args, **kwargs).arguments
+        bound.pop("cls", None)
+        bound.update(bound.pop("kwargs", {}))
+        f._opened_by = (func.__name__, bound)
+        return f
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _unpickle_remote(method: str, kwargs: dict, nbytes: Optional[int], closed: bool) -> Any:
+    if kwargs.get("nbytes") is None and nbytes is not None:
+        kwargs = {**kwargs, "nbytes": nbytes}  # known: no size request
+    f = getattr(RemoteFile, method)(**kwargs)
+    if closed:
+        f.close()
+    return f
+
+
 class RemoteFile:
     """A remote file, opened with one of the ``open*`` class methods (not constructed directly).
+
+    Pickling: a file opened for reading pickles as the ``open*`` call that made it (and its
+    size, so no size request is made again) and is opened again where it is unpickled.
+    Credentials travel in the pickle only if they were passed as arguments to that call;
+    those taken from the ``AWS_*`` environment never do: the unpickling process uses its own.
+    A file opened for writing cannot be pickled (an upload in progress does not move).
 
     ``nbytes()`` is known once opened (no request). ``read``/``pread`` take host buffers
     (anything with the buffer protocol: NumPy arrays, bytearray) and device buffers (CuPy,
@@ -196,6 +229,7 @@ class RemoteFile:
 
     # -- opening ----------------------------------------------------------------------
     @classmethod
+    @_remember
     @_url_errors
     def open_http(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
         """Open an HTTP/HTTPS URL served with Range support.
@@ -215,6 +249,7 @@ class RemoteFile:
         return cls(_lib.RemoteFile.open_http(url, nbytes))
 
     @classmethod
+    @_remember
     @_url_errors
     def open_s3(
         cls,
@@ -278,6 +313,7 @@ class RemoteFile:
         )
 
     @classmethod
+    @_remember
     @_url_errors
     def open_s3_url(
         cls,
@@ -352,6 +388,7 @@ class RemoteFile:
         )
 
     @classmethod
+    @_remember
     @_url_errors
     def open_s3_public(cls, url: str, nbytes: Optional[int] = None) -> RemoteFile:
         """Open an anonymously readable S3 object (no signing).
@@ -372,6 +409,7 @@ class RemoteFile:
         return cls(_lib.RemoteFile.open_s3_public(url, nbytes))
 
     @classmethod
+    @_remember
     @_url_errors
     def open_s3_presigned_url(
         cls, presigned_url: str, nbytes: Optional[int] = None, mode: str = "r"
@@ -395,6 +433,7 @@ class RemoteFile:
         return cls(_lib.RemoteFile.open_s3_presigned_url(presigned_url, nbytes, mode))
 
     @classmethod
+    @_remember
     @_url_errors
     def open_webhdfs(
         cls,
@@ -427,6 +466,7 @@ class RemoteFile:
         return cls(_lib.RemoteFile.open_webhdfs(url, nbytes, mode, part_size, overwrite))
 
     @classmethod
+    @_remember
     @_url_errors
     def open(
         cls,
@@ -507,6 +547,20 @@ class RemoteFile:
 
     def __repr__(self) -> str:
         return f"<kvikio.RemoteFile {self}>"
+
+    def __reduce__(self) -> tuple:
+        opened_by = getattr(self, "_opened_by", None)
+        if opened_by is None:
+            raise TypeError("this RemoteFile was not made by an open* method: it cannot be pickled")
+        if not self.closed and self.mode() != "r":
+            raise TypeError(
+                f"{self}: a RemoteFile opened for writing (mode {self.mode()!r}) cannot be pickled"
+            )
+        method, kwargs = opened_by
+        return _unpickle_remote, (method, kwargs, self._nbytes_or_none(), self.closed)
+
+    def _nbytes_or_none(self) -> Any:
+        return None if self.closed else self.nbytes()
 
     # -- queries ----------------------------------------------------------------------
     def remote_endpoint_type(self) -> RemoteEndpointType:

@@ -172,21 +172,21 @@ def _read(path: str, prototype: BufferPrototype, byte_range: ByteRequest | None)
 
 
 async def _wait(future: kvikio.IOFuture, poll_seconds: float) -> int:
-    """The result of ``future``, awaited without a thread hand-off while it is quick: the
-    event loop runs other coroutines (the reads of other chunks) between polls; a read still
-    running after ``poll_seconds`` is waited for on a worker thread, so a slow disk does
-    not keep the loop spinning."""
+    """The result of ``future``: the event loop runs other coroutines (the reads of other
+    chunks) between polls while the read is quick; one still running after ``poll_seconds``
+    is awaited (``await future``: a waiter thread of kvikio wakes the loop when it ends, so
+    a slow disk neither keeps the loop spinning nor takes a thread of asyncio's executor)."""
     if future.done():  # a small read of a hot file may come back finished
         return future.get()
     if poll_seconds <= 0:
-        return await asyncio.to_thread(future.get)
+        return await future
     deadline = time.perf_counter() + poll_seconds
     while True:
         await asyncio.sleep(0)
         if future.done():
             return future.get()
         if time.perf_counter() > deadline:
-            return await asyncio.to_thread(future.get)
+            return await future
 
 
 def _check_count(got: int, expected: int, path: str) -> None:

@@ -12,6 +12,8 @@
 #include <thread>
 #include <utility>
 
+#include <nanobind/stl/string.h>
+
 #include <kvikio/error.hpp>
 
 #include "bindings.hpp"
@@ -197,7 +199,19 @@ void bind_future(nb::module_& m)
     .def("get",
          &IOFuture::get,
          "Wait for the IO (GIL released); return the bytes moved or raise its error.")
-    .def("done", &IOFuture::done, "True when the IO has finished.");
+    .def("done", &IOFuture::done, "True when the IO has finished.")
+    // asyncio (future_await.cpp, kvikio/_aio.py): `await f` returns what get() would.
+    .def("_notify_when_done",
+         [](nb::object self, nb::object callback) {
+           nb::cast<IOFuture&>(self).notify_when_done(self, std::move(callback));
+         })
+    .def("__await__",
+         [](nb::object self) {
+           return nb::module_::import_("kvikio._aio").attr("await_future")(self);
+         })
+    .def("__repr__", [](const IOFuture& f) {
+      return std::string("<kvikio.IOFuture ") + (f.done() ? "done" : "pending") + ">";
+    });
   m.def(
     "interrupted_io_running",
     [] {
@@ -212,7 +226,8 @@ void bind_future(nb::module_& m)
                              "The result of a stream-ordered read/write (raw_read_async, "
                              "raw_write_async): check_bytes_done() waits for the stream and "
                              "returns the bytes moved or raises the IO's error.")
-    .def("check_bytes_done", &StreamIOFuture::check_bytes_done);
+    .def("check_bytes_done", &StreamIOFuture::check_bytes_done)
+    .def("__repr__", [](const StreamIOFuture&) { return "<kvikio.IOFutureStream>"; });
 }
 
 }  // namespace kvikio::python

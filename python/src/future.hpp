@@ -42,6 +42,11 @@ class IOFuture {
   [[nodiscard]] bool done() const;
   /// True until get() returned or raised the IO's result.
   [[nodiscard]] bool pending() const noexcept { return future_.valid(); }
+  /// Calls `callback()` (with the GIL) once the IO has finished, from a waiter thread of
+  /// this module, never from the event loop: `await` hands the result to asyncio with it
+  /// (future_await.cpp). `self` is this future's Python object, held until then. Do not call
+  /// get() from another thread meanwhile.
+  void notify_when_done(nanobind::object self, nanobind::object callback);
 
  private:
   std::future<std::size_t> future_;

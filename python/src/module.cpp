@@ -62,10 +62,13 @@ NB_MODULE(_lib, m)
   // CompatMode first: the classes below name it in their signatures.
   bind_settings(m);
   bind_future(m);
+  bind_future_await(m);
   bind_buffer(m);
   bind_file(m);
   bind_mmap(m);
   bind_driver(m);
+  bind_log(m);
+  bind_fresh_bytes(m);
   // Registered after the OSError translator, so remote errors are tried first (nanobind
   // tries the most recently registered translator first).
   bind_remote(m);

@@ -215,3 +215,67 @@ def test_checkpoint_benchmark_json(tmp_path):
     assert out["save"]["identical"] is True and out["save"]["ratio_to_limit"] > 0
     assert out["verify"].startswith("bit-exact")
     assert not list(tmp_path.glob("kvikio-checkpoint-*"))
+
+
+@pytest.mark.parametrize("server", ["nginx", "child"])
+def test_fsspec_cat_ranges_benchmark_against_fsspec_http(tmp_path, server):
+    pytest.importorskip("fsspec")
+    pytest.importorskip("aiohttp", reason="fsspec's HTTPFileSystem needs aiohttp")
+    if server == "nginx" and not any(os.path.exists(p) for p in ("/usr/sbin/nginx", "/usr/bin/nginx")):
+        pytest.skip("nginx is not installed")
+    extra = ["--no-nginx"] if server == "child" else []
+    r = run("kvikio.benchmarks.fsspec_io", "--size", "3MiB", "--io-size", "10000", "--count", "41",
+            "--repetitions", "1", "--threads", "2", "--clients", "kvikio,fsspec", "--json", *extra,
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["count"] == 41 and out["io_size"] == 10000
+    assert out["server"].startswith("nginx" if server == "nginx" else "LocalHttpServer")
+    assert set(out["median_seconds"]) == {"kvikio", "fsspec"}
+    assert out["speedup_of_kvikio"]["kvikio"] == 1.0 and out["speedup_of_kvikio"]["fsspec"] > 0
+
+
+def test_python_m_kvikio_info_and_bench(tmp_path):
+    r = run("kvikio", "info", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    import kvikio
+
+    assert info["version"] == kvikio.__version__
+    keys = [s["key"] for s in info["settings"]]
+    assert keys == kvikio.defaults.keys()
+    nthreads = next(s for s in info["settings"] if s["key"] == "num_threads")
+    assert nthreads["env"] == "KVIKIO_NTHREADS"
+    r = run("kvikio", "info", cwd=tmp_path)
+    assert r.returncode == 0 and "compat mode" in r.stdout and "task_size" in r.stdout
+    r = run("kvikio", "bench", "--size", "1MiB", "--threads", "2", "--repetitions", "1", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [x["op"] for x in json.loads(r.stdout)["results"]] == ["write", "read"]
+    r = run("kvikio", "frobnicate", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr
+    r = run("kvikio", "info", "--bogus", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown option --bogus" in r.stderr
+
+
+def test_dask_io_benchmark_gdsstore_against_localstore(tmp_path):
+    pytest.importorskip("distributed")
+    pytest.importorskip("zarr")
+    r = run("kvikio.benchmarks.dask_io", "--size", "4MiB", "--chunk", "1MiB", "--workers", "1",
+            "--threads-per-worker", "2", "--threads", "2", "--repetitions", "1", "--json",
+            "--dir", str(tmp_path), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert set(out["median_seconds"]) == {"dask GDSStore", "dask LocalStore"}
+    assert out["ratio"] > 0 and not out["cuda"]
+    assert not list(tmp_path.glob("*.zarr"))  # removed afterwards
+
+
+def test_fsspec_cat_ranges_benchmark_on_moto_s3(tmp_path):
+    pytest.importorskip("fsspec")
+    pytest.importorskip("moto")
+    r = run("kvikio.benchmarks.fsspec_io", "--s3", "--size", "256KiB", "--io-size", "4096",
+            "--count", "20", "--repetitions", "1", "--threads", "2", "--clients", "kvikio", "--json",
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert out["server"] == "moto" and set(out["median_seconds"]) == {"kvikio"}

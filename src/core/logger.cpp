@@ -12,6 +12,8 @@
 #include <memory>
 #include <mutex>
 
+#include <kvikio/log.hpp>
+
 #if KVIKIO_HAVE_SPDLOG
 #include <spdlog/logger.h>
 #include <spdlog/sinks/basic_file_sink.h>
@@ -126,8 +128,10 @@ class Sink {
 
 struct State {
   std::atomic<int> level{static_cast<int>(LogLevel::warn)};
-  std::mutex mutex;  // guards sink (replaced by reloads)
+  std::mutex mutex;  // guards sink (replaced by reloads) and the handler
   std::shared_ptr<Sink> sink;
+  LogHandler handler{nullptr};
+  void* handler_context{nullptr};
 
   State() { read_environment(); }
 
@@ -207,7 +211,19 @@ bool log_enabled(LogLevel level) noexcept
 void log(LogLevel level, std::string_view message) noexcept
 {
   if (!log_enabled(level)) { return; }
-  state().current()->write(level, message);
+  auto& s = state();
+  LogHandler handler{nullptr};
+  void* context{nullptr};
+  {
+    std::lock_guard lock(s.mutex);
+    handler = s.handler;
+    context = s.handler_context;
+  }
+  if (handler != nullptr) {
+    handler(static_cast<int>(level), message.data(), message.size(), context);
+    return;
+  }
+  s.current()->write(level, message);
 }
 
 bool log_uses_spdlog() noexcept { return KVIKIO_HAVE_SPDLOG != 0; }
@@ -215,3 +231,15 @@ bool log_uses_spdlog() noexcept { return KVIKIO_HAVE_SPDLOG != 0; }
 void reload_log_from_environment() { state().read_environment(); }
 
 }  // namespace kvikio::detail
+
+namespace kvikio {
+
+void set_log_handler(LogHandler handler, void* context) noexcept
+{
+  auto& s = detail::state();
+  std::lock_guard lock(s.mutex);
+  s.handler         = handler;
+  s.handler_context = context;
+}
+
+}  // namespace kvikio

@@ -2,7 +2,8 @@
 """A WebHDFS-protocol server (name node + data node) for KvikIO's remote tests.
 
 Files under --root are exposed as /webhdfs/v1/<path>. The name node answers
-op=GETFILESTATUS with a FileStatus JSON, and op=OPEN&offset=&length= with a 307 redirect to the
+op=GETFILESTATUS with a FileStatus JSON (files and directories), op=LISTSTATUS with a
+directory's FileStatuses (fsspec's ls), and op=OPEN&offset=&length= with a 307 redirect to the
 data node (a second listening port), which returns exactly those bytes with status 200, as
 Hadoop does. With --require-user NAME, requests whose user.name differs get 401; with
 --require-param NAME=VALUE (repeatable), requests without that query parameter get 401 (a
@@ -28,6 +29,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PREFIX = "/webhdfs/v1/"
 DATANODE_PREFIX = "/datanode"
+
+
+def file_status(fs_path, suffix):
+    """A FileStatus JSON object of a file or directory, as the name node answers it."""
+    isdir = os.path.isdir(fs_path)
+    return {"accessTime": 0, "blockSize": 134217728, "group": "supergroup",
+            "length": 0 if isdir else os.path.getsize(fs_path), "modificationTime": 0,
+            "owner": "hdfs", "pathSuffix": suffix, "permission": "755" if isdir else "644",
+            "replication": 0 if isdir else 1, "type": "DIRECTORY" if isdir else "FILE"}
 
 
 def make_handler(root, require_user, datanode_port_ref, is_datanode, require_params=()):
@@ -127,16 +137,18 @@ def make_handler(root, require_user, datanode_port_ref, is_datanode, require_par
                 if q.get(name) != value:
                     return self._error(401, "SecurityException", f"{name} required")
             fs_path = os.path.join(root, path[len(PREFIX):])
+            op = q.get("op", "").upper()
+            if op in ("LISTSTATUS", "GETFILESTATUS") and not is_datanode and os.path.exists(fs_path):
+                names = sorted(os.listdir(fs_path)) if os.path.isdir(fs_path) else [""]
+                if op == "GETFILESTATUS":
+                    names = [""]
+                statuses = [file_status(os.path.join(fs_path, n) if n else fs_path, n) for n in names]
+                if op == "GETFILESTATUS":
+                    return self._reply(200, json.dumps({"FileStatus": statuses[0]}).encode())
+                return self._reply(200, json.dumps({"FileStatuses": {"FileStatus": statuses}}).encode())
             if not os.path.isfile(fs_path):
                 return self._error(404, "FileNotFoundException", f"File does not exist: {path}")
             size = os.path.getsize(fs_path)
-            op = q.get("op", "").upper()
-            if op == "GETFILESTATUS" and not is_datanode:
-                st = {"FileStatus": {"accessTime": 0, "blockSize": 134217728, "group": "supergroup",
-                                     "length": size, "modificationTime": 0, "owner": "hdfs",
-                                     "pathSuffix": "", "permission": "644", "replication": 1,
-                                     "type": "FILE"}}
-                return self._reply(200, json.dumps(st).encode())
             if op != "OPEN":
                 return self._error(400, "IllegalArgumentException", f"bad op {op!r}")
             offset = int(q.get("offset", "0"))
