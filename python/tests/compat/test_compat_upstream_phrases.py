@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import kvikio
+import kvikio.cufile_driver
 import kvikio.defaults
 import kvikio.errors
 import kvikio.numpy
@@ -107,6 +108,13 @@ def test_negative_setting_says_negative_value(key):
             kvikio.defaults.set(key, 0)
         assert not isinstance(e.value, OverflowError)
         has(e, key)
+
+
+def test_negative_driver_property_says_negative_value():
+    with pytest.raises(OverflowError, match="negative value") as e:
+        kvikio.cufile_driver.set("poll_thresh_size", -1)
+    assert isinstance(e.value, kvikio.errors.NegativeSettingError)
+    has(e, "poll_thresh_size", "-1")
 
 
 @pytest.mark.parametrize(
