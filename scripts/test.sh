@@ -46,9 +46,14 @@ cmake -S tests/compat/examples -B build-compat-examples -G Ninja \
   -DCMAKE_PREFIX_PATH="$PWD/build-install" >/dev/null
 cmake --build build-compat-examples
 ./build-compat-examples/compat_no_cuda
-# The CUDA one is compiled (and linked where libcudart is) above; it runs only with a GPU.
+# The CUDA one is compiled (and linked where libcudart is) above; it runs only with a GPU,
+# in AUTO and OFF mode (OFF: cuFile, as upstream's examples use it; issue 24).
 if [ -x build-compat-examples/compat_basic_io ] && nvidia-smi -L >/dev/null 2>&1; then
-  ./build-compat-examples/compat_basic_io
+  for mode in AUTO OFF; do
+    echo "compat examples with KVIKIO_COMPAT_MODE=$mode"
+    KVIKIO_COMPAT_MODE=$mode ./build-compat-examples/compat_basic_io
+    KVIKIO_COMPAT_MODE=$mode ./build-compat-examples/compat_no_cuda
+  done
 fi
 
 step "the ABI: libkvikio.so exports the public API (KVIKIO_EXPORT) and nothing of detail::"

@@ -334,6 +334,29 @@ TEST_F(DeviceIO, PinnedMemoryIsPooledAndBounded)
   EXPECT_EQ(kvikio::bounce_buffer_free(), 0U);
 }
 
+// Issue 24: as upstream, bounce_buffer_free() counts each freed buffer as the
+// bounce_buffer_size it was used with, also when the pinned block behind it is rounded up to
+// whole pages (1024 and 5000 bytes take two pages here).
+TEST_F(DeviceIO, BounceBufferFreeCountsTheBufferSizeSetting)
+{
+  kvikio::defaults::set_num_threads(1);
+  kvikio::bounce_buffer_free();
+  const auto path = dir.file("small.bin");
+  FileHandle f(path, "w+", FileHandle::m644, CompatMode::ON);
+  const auto data = random_bytes(80, 24);
+  DeviceBuffer dev(data.size());
+  dev.copy_from_host(data.data(), data.size());
+  for (std::size_t size : {std::size_t{1024}, std::size_t{2048}, std::size_t{5000}, 1 * MiB}) {
+    kvikio::defaults::set_bounce_buffer_size(size);
+    EXPECT_EQ(f.pwrite(dev.data(), data.size(), 0).get(), data.size());
+    EXPECT_GE(kvikio::bounce_buffer_stats().pinned_bytes, size);
+    EXPECT_EQ(kvikio::bounce_buffer_free(), size);
+    EXPECT_EQ(kvikio::bounce_buffer_stats().pinned_bytes, 0U);
+    EXPECT_EQ(kvikio::bounce_buffer_free(), 0U);
+  }
+  EXPECT_EQ(read_file(path), data);
+}
+
 TEST_F(DeviceIO, DirectIoReadAndWriteThroughBounceBuffers)
 {
   kvikio::defaults::set_auto_direct_io_read(true);

@@ -212,7 +212,7 @@ TEST(RemoteUrl, AllowListAndExplicitTypes)
                        RemoteEndpointType::HTTP,
                        std::vector<RemoteEndpointType>{RemoteEndpointType::S3});
   });
-  EXPECT_NE(msg.find("HTTP is not in the allow list"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("HTTP is not in the allowlist"), std::string::npos) << msg;
   msg = invalid_argument_message(
     [] { RemoteHandle::open("https://example.com/x.bin", RemoteEndpointType::WEBHDFS); });
   EXPECT_NE(msg.find("WEBHDFS"), std::string::npos) << msg;

@@ -12,7 +12,10 @@
 #include <vector>
 
 #include <kvikio/export.hpp>
+// At least what upstream's header of this name makes visible: code written for it relies on it.
+#include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
+#include <kvikio/shim.hpp>
 #include <kvikio/shim/cufile_h_wrapper.hpp>
 
 namespace kvikio {

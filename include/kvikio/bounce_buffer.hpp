@@ -6,12 +6,16 @@
 #include <cstddef>
 
 #include <kvikio/export.hpp>
+// At least what upstream's header of this name makes visible: code written for it relies on it.
+#include <kvikio/defaults.hpp>
 
 namespace kvikio {
 
-/// Frees the pooled pinned buffers that are not in use and returns the bytes freed. Buffers
-/// in use are freed when returned if the pool is over its bound or their size is stale.
-/// Thread safe; never blocks on IO.
+/// Frees the pooled pinned buffers that are not in use and returns the bytes freed, each buffer
+/// counted as the `bounce_buffer_size` it was used with (as upstream; the pinned block behind
+/// it is that size rounded to whole pages, at least two, which bounce_buffer_stats() counts).
+/// Buffers in use are freed when returned if the pool is over its bound or their size is
+/// stale. Thread safe; never blocks on IO.
 KVIKIO_EXPORT std::size_t bounce_buffer_free();
 
 /// Statistics of the pool, for benchmarks and tests.

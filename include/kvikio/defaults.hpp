@@ -19,8 +19,10 @@
 #include <vector>
 
 #include <kvikio/export.hpp>
+// At least what upstream's header of this name makes visible: code written for it relies on it.
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/shim.hpp>
 #include <kvikio/threadpool.hpp>
 
 namespace kvikio {

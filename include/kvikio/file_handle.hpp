@@ -12,11 +12,19 @@
 #include <vector>
 
 #include <kvikio/export.hpp>
+// At least what upstream's header of this name makes visible: code written for it relies on it.
 #include <kvikio/batch_io.hpp>
+#include <kvikio/buffer.hpp>
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/compat_mode_manager.hpp>
+#include <kvikio/cufile/config.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/file_utils.hpp>
+#include <kvikio/shim.hpp>
+#include <kvikio/shim/cufile_h_wrapper.hpp>
 #include <kvikio/stream.hpp>
+#include <kvikio/utils.hpp>
 
 namespace kvikio {
 

@@ -26,9 +26,10 @@ class KVIKIO_EXPORT MmapHandle {
  public:
   MmapHandle() noexcept = default;
   /// Maps the file. `flags` must be "r" (read-only). Without `initial_map_size` the range
-  /// extends to the end of the file. Throws GenericSystemError if the file cannot be opened
-  /// or mapped, std::out_of_range if the range lies beyond the file, std::invalid_argument for
-  /// other flags.
+  /// extends to the end of the file; an empty file maps to nothing. Throws GenericSystemError
+  /// if the file cannot be opened or mapped, std::out_of_range if the range does not start
+  /// inside a non-empty file or ends past it, std::invalid_argument for other flags or for a
+  /// range of 0 bytes of a non-empty file (as upstream).
   MmapHandle(const std::string& file_path,
              const std::string& flags                    = "r",
              std::optional<std::size_t> initial_map_size = std::nullopt,

@@ -27,9 +27,11 @@
 #include <vector>
 
 #include <kvikio/export.hpp>
+// At least what upstream's header of this name makes visible: code written for it relies on it.
 #include <kvikio/batch_io.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/utils.hpp>
 
 namespace kvikio {
 

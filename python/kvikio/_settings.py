@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from kvikio.errors import NegativeSettingError, SetArgumentsError
+from kvikio.errors import NegativeSettingError, SetArgumentsError, SettingTypeError
 
 
 class SettingsContext:
@@ -80,18 +80,31 @@ def is_negative_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value < 0
 
 
-def negative_checked(setter: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
-    """``setter`` whose ValueError for a negative integer is a :class:`NegativeSettingError`
-    (also the OverflowError upstream raises there); the message is the library's."""
+def upstream_typed(
+    setter: Callable[[str, Any], None], getter: Callable[[str], Any]
+) -> Callable[[str, Any], None]:
+    """``setter`` whose ValueError is also the class upstream raises for the value: a
+    :class:`NegativeSettingError` (an OverflowError) for a negative integer, a
+    :class:`SettingTypeError` (a TypeError) for a value of another type than the setting's
+    (an int for a list of status codes, a str for a count). The message is the library's."""
 
     def set_one(key: str, value: Any) -> None:
         try:
             setter(key, value)
-        except NegativeSettingError:
+        except (NegativeSettingError, SettingTypeError):
             raise
         except ValueError as e:
             if is_negative_int(value):
                 raise NegativeSettingError(str(e)) from None
+            current = getter(key)
+            if not isinstance(value, type(current)) and not (
+                isinstance(current, list) and isinstance(value, (tuple, set, frozenset))
+            ):
+                raise SettingTypeError(str(e)) from None
+            if isinstance(current, list) and not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value
+            ):
+                raise SettingTypeError(str(e)) from None
             raise
 
     return set_one

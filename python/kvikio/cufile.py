@@ -6,6 +6,7 @@ import os
 from typing import Any, Iterable, Optional, Union
 
 from kvikio import _lib
+from kvikio.errors import ArgumentTypeError
 from kvikio.stream import stream_handle
 from kvikio.utils import kvikio_deprecation_notice
 
@@ -446,6 +447,10 @@ def _file_arg(file: Any) -> Union[str, int]:
     fileno = getattr(file, "fileno", None)
     if callable(fileno) and not isinstance(file, (str, bytes, os.PathLike)):
         return fileno()
+    if not isinstance(file, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(
+            f"expected a path, a file descriptor or an object with fileno(), got {file!r}"
+        )
     return os.fspath(file)
 
 
@@ -473,7 +478,9 @@ def get_page_cache_info(file: Any, offset: int = 0, length: int = 0) -> tuple[in
         ``(pages in the page cache, pages)`` of the range.
 
     Raises:
-        TypeError: ``offset`` or ``length`` is not an integer.
+        TypeError: ``offset`` or ``length`` is not an integer, or ``file`` is neither a path,
+            a descriptor nor a file object (:class:`~kvikio.errors.ArgumentTypeError`, also
+            the ``ValueError`` upstream raises).
         OverflowError: ``offset`` or ``length`` is negative.
         OSError: The file cannot be opened or mapped.
     """

@@ -100,8 +100,9 @@ def _validate(key: str, value: Any) -> None:
         if not isinstance(value, bool):
             raise ValueError(f"cuFile driver property {key!r} needs True or False, got {value!r}")
     elif is_negative_int(value):
-        raise NegativeSettingError(
-            f"cuFile driver property {key!r} needs a non-negative integer, got {value!r}"
+        raise NegativeSettingError(  # "negative value": what upstream's callers match
+            f"cuFile driver property {key!r} needs a non-negative integer, got {value!r} "
+            "(a negative value)"
         )
     elif isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvikio import _lib
-from kvikio._settings import SettingsContext, negative_checked, updates_from_args
+from kvikio._settings import SettingsContext, updates_from_args, upstream_typed
 
 __all__ = ["ConfigContextManager", "get", "set", "keys", "is_compat_mode_preferred"]
 
@@ -74,14 +74,15 @@ def set(*args: Any, **kwargs: Any) -> SettingsContext:
         KeyError: An unknown setting.
         ValueError: A value the setting does not accept; the message names the setting
             (a negative count is :class:`~kvikio.errors.NegativeSettingError`, also an
-            ``OverflowError``).
+            ``OverflowError``; a value of the wrong type is
+            :class:`~kvikio.errors.SettingTypeError`, also a ``TypeError``).
         TypeError: Neither a dict nor a name and a value
             (:class:`~kvikio.errors.SetArgumentsError`).
     """
     updates = {
         _ALIASES.get(k, k): v for k, v in updates_from_args(args, kwargs, "set").items()
     }
-    return SettingsContext(updates, get, negative_checked(_lib.defaults_set))
+    return SettingsContext(updates, get, upstream_typed(_lib.defaults_set, get))
 
 
 def is_compat_mode_preferred() -> bool:

@@ -22,6 +22,7 @@ import builtins
 from typing import Dict, Type
 
 __all__ = [
+    "ArgumentTypeError",
     "ClosedFileError",
     "EndOfFileError",
     "InvalidArgumentError",
@@ -32,6 +33,7 @@ __all__ = [
     "ReadOnlyPropertyError",
     "RemoteURLError",
     "SetArgumentsError",
+    "SettingTypeError",
     "os_error",
 ]
 
@@ -120,12 +122,23 @@ class NegativeSettingError(ValueError, OverflowError):
     setting (ours) and an ``OverflowError`` (upstream's conversion to an unsigned type)."""
 
 
+class SettingTypeError(InvalidArgumentError, TypeError):
+    """``defaults.set`` with a value of the wrong type (an int for ``http_status_codes``, a
+    str for a count): a ``ValueError`` naming the setting (ours) and the ``TypeError``
+    upstream's conversion raises."""
+
+
 class ReadOnlyPropertyError(ValueError, KeyError):
     """``cufile_driver.set`` of a read-only property: a ``ValueError`` (ours) and a
     ``KeyError`` (upstream's "This property is read-only.")."""
 
     # KeyError's str() quotes its argument; this is a message, not a key.
     __str__ = BaseException.__str__
+
+
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of a type the call does not take (a float or a list for a file path): a
+    ``TypeError`` (ours) and the ``ValueError`` upstream raises."""
 
 
 class SetArgumentsError(TypeError, ValueError):

@@ -81,7 +81,7 @@ def fromfile(
             used).
         dtype: The items' data type.
         count: Items to read; -1 reads to the end of the file. A larger ``count`` than the
-            file holds is cut to what it holds (as NumPy does).
+            file holds is cut to what it holds (as NumPy does); below -1 is a ``ValueError``.
         sep: Only ``""`` (binary) is supported.
         offset: Bytes to skip from the start of the file.
         like: An array whose kind the result takes (a CuPy array: device memory); None gives
@@ -91,7 +91,8 @@ def fromfile(
         A one-dimensional array of ``count`` items.
 
     Raises:
-        ValueError: An object dtype, or ``offset`` past the end of the file.
+        ValueError: An object dtype, ``count`` below -1, or ``offset`` past the end of the
+            file.
         kvikio.errors.NotSupportedError: ``sep`` is not ``""`` (a ``ValueError`` and a
             ``NotImplementedError``).
         OverflowError: ``offset`` is negative.
@@ -100,7 +101,14 @@ def fromfile(
     """
     if sep != "":
         raise NotSupportedError(
+            "Non-default value of the `sep` argument is not supported: "
             f"kvikio.numpy.fromfile reads binary files only (sep must be '', got {sep!r})"
+        )
+    if count < -1:
+        # As NumPy's empty(count) says, which upstream's callers match; -1 reads all.
+        raise ValueError(
+            f"kvikio.numpy.fromfile: count {count}: negative dimensions are not allowed "
+            "(-1 reads to the end of the file)"
         )
     if offset < 0:
         raise OverflowError(f"offset must not be negative, got {offset}")
@@ -143,6 +151,7 @@ def tofile(ary: Any, file: PathOrFile, sep: str = "", format: str = "%s") -> Non
     """
     if sep != "":
         raise NotSupportedError(
+            "Non-default value of the `sep` argument is not supported: "
             f"kvikio.numpy.tofile writes binary files only (sep must be '', got {sep!r})"
         )
     dtype = getattr(ary, "dtype", None)

@@ -62,8 +62,10 @@ class RemoteTimeoutError(RemoteTransportError):
     """Every attempt took longer than the ``http_timeout`` setting."""
 
 
-class RemoteRangeError(RemoteError):
-    """The server ignored the Range header (answered with other bytes than asked for)."""
+class RemoteRangeError(RemoteError, OverflowError):
+    """The server ignored the Range header (answered with other bytes than asked for), on any
+    read, from offset 0 too. Also the ``OverflowError`` upstream raises there ("maybe the
+    server doesn't support file ranges?")."""
 
 
 class RemoteTruncatedError(RemoteError):
@@ -383,7 +385,8 @@ class RemoteFile:
                 )
             )
         raise ValueError(
-            f"open_s3_url: unsupported scheme {scheme!r} in {_lib.redact_url(url)!r} "
+            # "Unsupported protocol" is what upstream's callers match (libcurl's words).
+            f"open_s3_url: Unsupported protocol {scheme!r} in {_lib.redact_url(url)!r} "
             "(expected s3://, http:// or https://)"
         )
 

@@ -238,7 +238,8 @@ class File {
                              "' takes device memory only (CuPy, Numba or a CUDA DLPack tensor), "
                              "got host memory (" +
                              view.type_name() +
-                             "): use read/write or pread/pwrite for host buffers")
+                             "): Non-CUDA buffers not supported; use read/write or "
+                             "pread/pwrite for host buffers")
                               .c_str());
     }
     return view;

@@ -52,7 +52,7 @@ class Mmap {
   std::size_t read(nb::handle buf, nb::handle size, nb::handle offset)
   {
     auto view     = BufferView::from_object(buf, true);
-    auto handle   = checked();
+    auto handle   = checked(kReadClosed);
     auto [n, off] = checked_range(*handle, view, size, offset);
     nb::gil_scoped_release release;
     return handle->read(view.ptr(), n, off);
@@ -61,7 +61,7 @@ class Mmap {
   IOFuture pread(nb::handle buf, nb::handle size, nb::handle offset, nb::handle task_size)
   {
     auto view            = BufferView::from_object(buf, true);
-    auto handle          = checked();
+    auto handle          = checked(kReadClosed);
     auto [n, off]        = checked_range(*handle, view, size, offset);
     const std::size_t ts = task_size_or_default(task_size);
     auto future          = handle->pread(view.ptr(), n, off, ts);
@@ -91,9 +91,13 @@ class Mmap {
     }
     return {n, off};
   }
-  [[nodiscard]] std::shared_ptr<MmapHandle> checked() const
+  // Upstream's callers match "Cannot read from a closed MmapHandle" on a read.
+  static constexpr const char* kReadClosed = "Cannot read from a closed MmapHandle: ";
+  [[nodiscard]] std::shared_ptr<MmapHandle> checked(const char* prefix = "") const
   {
-    if (closed()) { throw_closed("I/O operation on closed mapping of '" + path_ + "'"); }
+    if (closed()) {
+      throw_closed(prefix + std::string("I/O operation on closed mapping of '") + path_ + "'");
+    }
     return handle_;
   }
   std::string path_;

@@ -237,7 +237,7 @@ def test_open_explicit_type_and_allow_list(http_server):
     url = http_server.url("file.bin")
     with RemoteFile.open(url, RemoteEndpointType.HTTP, nbytes=10) as f:
         assert f.nbytes() == 10
-    with pytest.raises(ValueError, match="not in the allow list") as info:
+    with pytest.raises(ValueError, match="not in the allowlist") as info:
         RemoteFile.open(url, RemoteEndpointType.HTTP, allow_list=[RemoteEndpointType.WEBHDFS])
     assert url in str(info.value)
     with pytest.raises(ValueError, match="no allowed endpoint type") as info:

@@ -9,6 +9,8 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include <kvikio/error.hpp>
@@ -29,11 +31,15 @@ MmapHandle::MmapHandle(const std::string& file_path,
   : path_(file_path)
 {
   if (flags != "r" && flags != "rb") {
-    throw std::invalid_argument("unsupported mmap flags '" + flags + "' for '" + file_path +
-                                "': only read-only mapping (\"r\") is supported");
+    // Upstream's callers match "Unknown file open flag" for a mode that is not one at all.
+    const bool known =
+      !flags.empty() && std::string_view("rwa").find(flags[0]) != std::string_view::npos;
+    throw std::invalid_argument(
+      std::string(known ? "unsupported mmap flags '" : "Unknown file open flag '") + flags +
+      "' for '" + file_path + "': only read-only mapping (\"r\") is supported");
   }
   int fd = ::open(file_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) { throw GenericSystemError("cannot open '" + file_path + "' for mapping"); }
+  if (fd < 0) { throw GenericSystemError("Unable to open file '" + file_path + "' for mapping"); }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int err = errno;
@@ -41,17 +47,27 @@ MmapHandle::MmapHandle(const std::string& file_path,
     throw GenericSystemError(err, "cannot stat '" + file_path + "'");
   }
   file_size_ = static_cast<std::size_t>(st.st_size);
-  if (initial_map_offset > file_size_) {
+  // An empty file maps to nothing. Otherwise the range must hold at least its first byte: a
+  // mapping of nothing from a file that has bytes is a mistake (as upstream, whose callers
+  // match the phrases below).
+  if (file_size_ > 0 && initial_map_offset >= file_size_) {
     ::close(fd);
-    throw std::out_of_range("mmap offset " + std::to_string(initial_map_offset) +
-                            " is beyond the end of '" + file_path + "' (" +
-                            std::to_string(file_size_) + " bytes)");
+    throw std::out_of_range("Offset must be less than the file size: mmap offset " +
+                            std::to_string(initial_map_offset) + " is at or beyond the end of '" +
+                            file_path + "' (" + std::to_string(file_size_) + " bytes)");
   }
-  map_offset_ = initial_map_offset;
-  map_size_   = initial_map_size.value_or(file_size_ - initial_map_offset);
+  map_offset_ = file_size_ > 0 ? initial_map_offset : 0;
+  map_size_   = initial_map_size.value_or(file_size_ - map_offset_);
+  if (file_size_ > 0 && map_size_ == 0) {
+    ::close(fd);
+    throw std::invalid_argument(
+      "Mapped region should not be zero byte: mmap of 0 bytes at offset " +
+      std::to_string(map_offset_) + " of '" + file_path + "'");
+  }
   if (map_size_ > file_size_ - map_offset_) {
     ::close(fd);
-    throw std::out_of_range("mmap range [" + std::to_string(map_offset_) + ", " +
+    throw std::out_of_range("Mapped region is past the end of file: mmap range [" +
+                            std::to_string(map_offset_) + ", " +
                             std::to_string(map_offset_ + map_size_) + ") is beyond the end of '" +
                             file_path + "' (" + std::to_string(file_size_) + " bytes)");
   }
@@ -123,17 +139,25 @@ std::size_t MmapHandle::file_size() const
 
 std::size_t MmapHandle::checked_size(std::optional<std::size_t> size, std::size_t offset) const
 {
-  if (closed_) { throw std::invalid_argument("read from a closed mapping of '" + path_ + "'"); }
+  if (closed_) {
+    throw std::invalid_argument("Cannot read from a closed MmapHandle: the mapping of '" + path_ +
+                                "' is closed");
+  }
   const std::size_t map_end = map_offset_ + map_size_;
+  if (offset > file_size_) {
+    throw std::out_of_range("Offset is past the end of file: mmap read offset " +
+                            std::to_string(offset) + " of '" + path_ + "' (" +
+                            std::to_string(file_size_) + " bytes)");
+  }
   if (offset < map_offset_ || offset > map_end) {
-    throw std::out_of_range("mmap read offset " + std::to_string(offset) + " of '" + path_ +
-                            "' is outside the mapped range [" + std::to_string(map_offset_) + ", " +
-                            std::to_string(map_end) + ")");
+    throw std::out_of_range("Read is out of bound: mmap read offset " + std::to_string(offset) +
+                            " of '" + path_ + "' is outside the mapped range [" +
+                            std::to_string(map_offset_) + ", " + std::to_string(map_end) + ")");
   }
   const std::size_t n = size.value_or(map_end - offset);
   if (n > map_end - offset) {
-    throw std::out_of_range("mmap read of " + std::to_string(n) + " bytes at offset " +
-                            std::to_string(offset) + " of '" + path_ +
+    throw std::out_of_range("Read is out of bound: mmap read of " + std::to_string(n) +
+                            " bytes at offset " + std::to_string(offset) + " of '" + path_ +
                             "' goes past the mapped range [" + std::to_string(map_offset_) + ", " +
                             std::to_string(map_end) + ")");
   }

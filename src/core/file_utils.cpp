@@ -69,7 +69,7 @@ int open_fd(const std::string& file_path, const std::string& flags, bool o_direc
 {
   const int fd = ::open(file_path.c_str(), open_fd_parse_flags(flags, o_direct), mode);
   if (fd < 0) {
-    throw GenericSystemError("cannot open '" + file_path + "' with flags '" + flags + "'" +
+    throw GenericSystemError("Unable to open file '" + file_path + "' with flags '" + flags + "'" +
                              (o_direct ? " and O_DIRECT" : ""));
   }
   return fd;

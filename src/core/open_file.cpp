@@ -101,13 +101,13 @@ OpenFile::OpenFile(std::string path, const std::string& flags, mode_t mode) : pa
   append_          = flags.find('a') != std::string::npos;
   fd_              = ::open(path_.c_str(), oflags, mode);
   if (fd_ < 0) {
-    throw GenericSystemError("cannot open '" + path_ + "' with flags '" + flags + "'");
+    throw GenericSystemError("Unable to open file '" + path_ + "' with flags '" + flags + "'");
   }
   struct stat st {};
   if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd_);
     fd_ = -1;
-    throw GenericSystemError(EISDIR, "cannot open '" + path_ + "': it is a directory");
+    throw GenericSystemError(EISDIR, "Unable to open file '" + path_ + "': it is a directory");
   }
   oflags_ = oflags;
   dev_    = st.st_dev;
@@ -297,10 +297,12 @@ void OpenFile::end_append(std::size_t start, std::size_t size, bool failed) cons
 void OpenFile::require(Direction direction) const
 {
   if (direction == Direction::read && !readable_) {
-    throw std::invalid_argument("cannot read from '" + path_ + "': it was opened write-only");
+    throw std::invalid_argument("cannot read from '" + path_ +
+                                "': it was opened write-only (Operation not permitted)");
   }
   if (direction == Direction::write && !writable_) {
-    throw std::invalid_argument("cannot write to '" + path_ + "': it was opened read-only");
+    throw std::invalid_argument("cannot write to '" + path_ +
+                                "': it was opened read-only (Operation not permitted)");
   }
 }
 

@@ -25,7 +25,7 @@ struct Fd {
 int open_or_throw(const std::string& path, int flags)
 {
   int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) { throw GenericSystemError("cannot open '" + path + "'"); }
+  if (fd < 0) { throw GenericSystemError("Unable to open file '" + path + "'"); }
   return fd;
 }
 

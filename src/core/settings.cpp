@@ -228,8 +228,12 @@ std::string expected(const SettingSpec& s, bool from_env)
                             const SettingSpec& s,
                             bool from_env)
 {
-  throw std::invalid_argument("invalid value '" + value + "' for " + std::string(label) +
-                              ": expected " + expected(s, from_env));
+  // Upstream's callers match "negative value" (its conversion to an unsigned type says so).
+  const bool negative = s.kind == Kind::INTEGER && value.size() > 1 && value[0] == '-' &&
+                        std::isdigit(static_cast<unsigned char>(value[1])) != 0;
+  throw std::invalid_argument("invalid value '" + value + "' for " + std::string(label) + ": " +
+                              (negative ? "a negative value; " : "") + "expected " +
+                              expected(s, from_env));
 }
 
 std::string trimmed(std::string_view s)

@@ -20,9 +20,17 @@
 namespace kvikio::detail {
 namespace {
 
+// A free buffer: its pinned block and the bounce_buffer_size it was last taken for (what
+// bounce_buffer_free() counts, as upstream: the block is rounded up to whole pages).
+struct FreeBuffer {
+  char* data;
+  std::size_t size;
+  std::size_t requested;
+};
+
 struct Pool {
   std::mutex mutex;
-  std::vector<std::pair<char*, std::size_t>> free;
+  std::vector<FreeBuffer> free;
   std::atomic<std::size_t> held{0};
   std::atomic<std::size_t> peak{0};
   std::atomic<std::uint64_t> generation{0};  // bumped in a forked child
@@ -48,7 +56,7 @@ void after_fork_in_child() noexcept
 {
   auto& p = pool();
   new (&p.mutex) std::mutex();
-  new (&p.free) std::vector<std::pair<char*, std::size_t>>();
+  new (&p.free) std::vector<FreeBuffer>();
   p.held = 0;
   ++p.generation;
 }
@@ -78,19 +86,20 @@ std::size_t rounded_buffer_size()
 BounceBuffer::BounceBuffer()
 {
   const std::size_t want = rounded_buffer_size();
+  requested_             = defaults::bounce_buffer_size();
   auto& p                = pool();
   {
     std::lock_guard lock(p.mutex);
     while (!p.free.empty()) {
-      auto [data, size] = p.free.back();
+      const FreeBuffer b = p.free.back();
       p.free.pop_back();
-      if (size == want) {
-        data_       = data;
-        size_       = size;
+      if (b.size == want) {
+        data_       = b.data;
+        size_       = b.size;
         generation_ = p.generation;
         return;
       }
-      free_pinned(data, size);  // bounce_buffer_size changed since it was allocated
+      free_pinned(b.data, b.size);  // bounce_buffer_size changed since it was allocated
     }
   }
   const auto& api = *cuda_api_or_throw("allocating a pinned bounce buffer");
@@ -121,7 +130,7 @@ BounceBuffer::~BounceBuffer() noexcept
   std::lock_guard lock(p.mutex);
   // Keep at most one free buffer per pool thread; a stale size is never reused.
   if (p.free.size() < keep && size_ == want) {
-    p.free.emplace_back(data_, size_);
+    p.free.push_back(FreeBuffer{data_, size_, requested_});
   } else {
     free_pinned(data_, size_);
   }
@@ -137,15 +146,15 @@ namespace kvikio {
 std::size_t bounce_buffer_free()
 {
   auto& p = detail::pool();
-  std::vector<std::pair<char*, std::size_t>> released;
+  std::vector<detail::FreeBuffer> released;
   {
     std::lock_guard lock(p.mutex);
     released.swap(p.free);
   }
   std::size_t bytes = 0;
-  for (auto [data, size] : released) {
-    detail::free_pinned(data, size);
-    bytes += size;
+  for (const auto& b : released) {
+    detail::free_pinned(b.data, b.size);
+    bytes += b.requested;
   }
   return bytes;
 }

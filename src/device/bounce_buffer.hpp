@@ -24,6 +24,7 @@ class BounceBuffer {
  private:
   char* data_{nullptr};
   std::size_t size_{0};
+  std::size_t requested_{0};     // bounce_buffer_size when taken (size_ is whole pages)
   std::uint64_t generation_{0};  // the pool's generation when taken (a fork starts a new one)
 };
 

@@ -461,9 +461,11 @@ RemoteEndpointType infer_remote_endpoint_type(const std::string& url)
   }
   if (WebHdfsEndpoint::is_url_valid(url)) { return RemoteEndpointType::WEBHDFS; }
   if (HttpEndpoint::is_url_valid(url)) { return RemoteEndpointType::HTTP; }
-  throw std::invalid_argument("infer_remote_endpoint_type: '" + redact_url(url) +
-                              "' is not a supported remote URL (expected s3://, http:// or "
-                              "https://)");
+  // "Bad scheme" / "Unsupported endpoint URL": the phrases upstream's callers match.
+  throw std::invalid_argument(
+    "infer_remote_endpoint_type: '" + redact_url(url) + "' is not a supported remote URL (" +
+    (detail::has_url_scheme(url) ? "Unsupported endpoint URL" : "Bad scheme") +
+    "; expected s3://, http:// or https://)");
 }
 
 }  // namespace kvikio

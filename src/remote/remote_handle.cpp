@@ -169,18 +169,21 @@ RemoteHandle RemoteHandle::open(const std::string& url,
       break;
     }
     if (!endpoint) {
-      throw std::invalid_argument("RemoteHandle::open: no allowed endpoint type (" +
-                                  list_text(types) + ") accepts the URL '" + redact_url(url) + "'");
+      // "Bad scheme" / "Unsupported endpoint URL": the phrases upstream's callers match.
+      throw std::invalid_argument(
+        "RemoteHandle::open: no allowed endpoint type (" + list_text(types) +
+        ") accepts the URL '" + redact_url(url) + "' (" +
+        (detail::has_url_scheme(url) ? "Unsupported endpoint URL" : "Bad scheme") + ")");
     }
   } else {
     if (allow_list && std::find(types.begin(), types.end(), remote_endpoint_type) == types.end()) {
       throw std::invalid_argument("RemoteHandle::open: endpoint type " +
-                                  to_string(remote_endpoint_type) + " is not in the allow list (" +
+                                  to_string(remote_endpoint_type) + " is not in the allowlist (" +
                                   list_text(types) + ") for '" + redact_url(url) + "'");
     }
     if (!url_fits(remote_endpoint_type, url, true)) {
-      throw std::invalid_argument("RemoteHandle::open: '" + redact_url(url) +
-                                  "' is not a valid URL for endpoint type " +
+      throw std::invalid_argument("RemoteHandle::open: Invalid URL '" + redact_url(url) +
+                                  "': it is not a valid URL for endpoint type " +
                                   to_string(remote_endpoint_type));
     }
     endpoint = make_endpoint(remote_endpoint_type, url);
@@ -327,7 +330,10 @@ RemoteEndpointType RemoteHandle::remote_endpoint_type() const noexcept
 void RemoteHandle::check_range(std::size_t size, std::size_t file_offset) const
 {
   if (size > 0 && (file_offset > nbytes_ || size > nbytes_ - file_offset)) {
-    throw EndOfFileError("kvikio: read of " + std::to_string(size) + " bytes at offset " +
+    // "cannot read O+N bytes into a S bytes file" is what upstream's callers match.
+    throw EndOfFileError("kvikio: cannot read " + std::to_string(file_offset) + "+" +
+                         std::to_string(size) + " bytes into a " + std::to_string(nbytes_) +
+                         " bytes file: the read of " + std::to_string(size) + " bytes at offset " +
                          std::to_string(file_offset) + " from " + redact_url(endpoint_->url()) +
                          " ends past the end of the object (" + std::to_string(nbytes_) +
                          " bytes); no request was sent");

@@ -227,6 +227,15 @@ class Retries {
       return delay;
     }
     auto msg = describe_failure(what, url_, a, attempt_);
+    // The phrases upstream's callers match: libcurl's "URL returned error" for a status that
+    // is not retried, and its retry loop's last words when the attempts ran out.
+    if (retryable) {
+      msg += ". KvikIO: HTTP request reached maximum number of attempts (" +
+             std::to_string(max_attempts_) + ")" +
+             (http_failure ? ". Got HTTP code " + std::to_string(a.status) : std::string());
+    } else if (http_failure && a.status >= 400) {
+      msg += " (the requested URL returned error: " + std::to_string(a.status) + ")";
+    }
     if (http_failure) { throw RemoteHttpError(msg, url_, a.status); }
     if (a.rc == CURLE_OPERATION_TIMEDOUT) { throw RemoteTimeoutError(msg, url_, a.status); }
     if (a.rc == CURLE_PARTIAL_FILE) { throw RemoteTruncatedError(msg, url_, a.status); }
@@ -356,13 +365,15 @@ struct RangeState {
   std::size_t got{0};                      // bytes delivered to the sink by this attempt
   bool checked{false};                     // the status and Content-Range were checked
   bool error_status{false};
-  bool enough{false};  // a 200 from offset 0: the first `want` bytes were taken, rest cut
   std::string error_body;
   std::string range_problem;
   std::string changed_problem;  // the object is not the version the size request saw
   std::exception_ptr sink_error;
   HeaderState headers;
 };
+
+// What upstream's callers match when a server answers a range request with other bytes.
+constexpr const char* no_ranges = "maybe the server doesn't support file ranges?";
 
 std::size_t on_range_body(char* data, std::size_t size, std::size_t n, void* user)
 {
@@ -394,7 +405,7 @@ std::size_t on_range_body(char* data, std::size_t size, std::size_t n, void* use
         }
       } else if (st->offset != 0) {
         st->range_problem = "the server ignored the Range header (HTTP status " +
-                            std::to_string(status) + " instead of 206)";
+                            std::to_string(status) + " instead of 206): " + no_ranges;
         return 0;
       }
     }
@@ -418,12 +429,11 @@ std::size_t on_range_body(char* data, std::size_t size, std::size_t n, void* use
   if (take < len) {
     long status = 0;
     curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &status);
-    if (st->style == RangeStyle::header && status == 200 && st->offset == 0) {
-      st->enough = true;  // a whole-object answer to a range from 0: we have our prefix
-    } else {
-      st->range_problem = "the server sent more than the " + std::to_string(st->want) +
-                          " bytes asked for (HTTP status " + std::to_string(status) + ")";
-    }
+    // Also a whole-object answer to a range from offset 0: as upstream, an error on every
+    // read, rather than a prefix kept from a server that only seems to work for some reads.
+    st->range_problem = "the server sent more than the " + std::to_string(st->want) +
+                        " bytes asked for (HTTP status " + std::to_string(status) +
+                        "): " + no_ranges;
     return 0;
   }
   return len;
@@ -526,7 +536,6 @@ std::optional<std::chrono::milliseconds> RangeTransfer::finish(CURLcode rc)
       url,
       a.status);
   }
-  if (st.enough) { a.rc = CURLE_OK; }
   if (a.rc == CURLE_OK && a.status >= 200 && a.status < 300) {
     if (s.received < s.size) {
       // A complete response that covers less than asked: the server is not resumable here.

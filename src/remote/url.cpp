@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <cstdlib>
 #include <string_view>
 
@@ -18,6 +19,19 @@ std::string lower(std::string s)
 bool is_s3_url(const std::string& url) noexcept
 {
   return url.size() >= 5 && lower(url.substr(0, 5)) == "s3://";
+}
+
+bool has_url_scheme(const std::string& url) noexcept
+{
+  const auto sep = url.find("://");
+  if (sep == std::string::npos || sep == 0 ||
+      std::isalpha(static_cast<unsigned char>(url[0])) == 0) {
+    return false;
+  }
+  return std::all_of(url.begin(), url.begin() + static_cast<std::ptrdiff_t>(sep), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return std::isalnum(c) != 0 || c == '+' || c == '-' || c == '.';
+  });
 }
 
 std::optional<UrlParts> split_url(const std::string& url)

@@ -18,6 +18,10 @@ struct UrlParts {
 /// `s` in ASCII lower case.
 std::string lower(std::string s);
 
+/// True when `url` starts with a well-formed "scheme://" (RFC 3986: a letter, then letters,
+/// digits, '+', '-' or '.'), whatever the scheme.
+bool has_url_scheme(const std::string& url) noexcept;
+
 /// Splits `url`; nullopt if it has no "scheme://" or no host.
 std::optional<UrlParts> split_url(const std::string& url);
 

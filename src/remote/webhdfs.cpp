@@ -199,7 +199,9 @@ std::size_t WebHdfsEndpoint::get_file_size()
   if (auto length = detail::webhdfs_file_length(r.body)) { return *length; }
   auto shown = redact_url(url_);
   throw RemoteError("kvikio: GETFILESTATUS of " + shown + " (HTTP status " +
-                      std::to_string(r.status) + ") has no FileStatus length",
+                      std::to_string(r.status) +
+                      ") has no FileStatus length (Regular expression search failed. Cannot "
+                      "extract file length from the JSON response.)",
                     shown,
                     r.status);
 }

@@ -30,6 +30,7 @@
 #include <kvikio/file_handle.hpp>
 #include <kvikio/file_utils.hpp>
 #include <kvikio/mmap.hpp>
+#include <kvikio/remote_handle.hpp>
 #include <kvikio/shim.hpp>
 #include <kvikio/utils.hpp>
 
@@ -346,7 +347,7 @@ TEST(CompatFileUtils, FileWrapperOwnsOneDescriptor)
   empty.close();  // closing twice does nothing
   auto msg = message_of<kvikio::GenericSystemError>(
     [&] { kvikio::FileWrapper missing(dir.file("none/x"), "r", false, 0644); });
-  EXPECT_NE(msg.find("cannot open '" + dir.file("none/x") + "'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Unable to open file '" + dir.file("none/x") + "'"), std::string::npos) << msg;
 }
 
 TEST(CompatFileUtils, OpenFlagsAndSizes)
@@ -521,4 +522,140 @@ TEST(CompatThreadPoolPerBlockDevice, FilesOnTwoDevicesUseTwoPools)
   kvikio::defaults::set_num_threads(3);
   EXPECT_EQ(pool_a->get_thread_count(), 3U);
   EXPECT_EQ(pool_b->get_thread_count(), 3U);
+}
+
+// Issue 24: code written for upstream matches phrases of its messages. Ours keep naming the
+// file, offset, size or URL, and carry the phrase too.
+namespace {
+template <typename E, typename F>
+void expect_phrases(F&& f, std::initializer_list<std::string> parts)
+{
+  const std::string msg = message_of<E>(std::forward<F>(f));
+  for (const auto& part : parts) {
+    EXPECT_NE(msg.find(part), std::string::npos) << "'" << part << "' not in: " << msg;
+  }
+}
+}  // namespace
+
+TEST(CompatPhrases, OpenAndModeErrors)
+{
+  kvikio::test::TempDir dir;
+  const auto missing = dir.file("missing.bin");
+  expect_phrases<kvikio::GenericSystemError>(
+    [&] { kvikio::FileHandle f(missing, "r"); },
+    {"Unable to open file", "No such file or directory", "'" + missing + "'"});
+  expect_phrases<kvikio::GenericSystemError>([&] { kvikio::MmapHandle m(missing); },
+                                             {"Unable to open file", "'" + missing + "'"});
+  expect_phrases<kvikio::GenericSystemError>([&] { (void)kvikio::get_page_cache_info(missing); },
+                                             {"Unable to open file", "'" + missing + "'"});
+  const auto path = dir.file("data.bin");
+  const auto data = kvikio::test::random_bytes(4099, 24);
+  kvikio::test::write_file(path, data);
+  std::vector<char> buf(data.size());
+  {
+    kvikio::FileHandle r(path, "r");
+    expect_phrases<std::invalid_argument>([&] { r.pwrite(buf.data(), buf.size()).get(); },
+                                          {"Operation not permitted", "read-only", path});
+  }
+  EXPECT_EQ(kvikio::test::read_file(path), data);  // nothing was written
+  kvikio::FileHandle w(path, "w");
+  expect_phrases<std::invalid_argument>([&] { w.pread(buf.data(), buf.size()).get(); },
+                                        {"Operation not permitted", "write-only", path});
+}
+
+TEST(CompatPhrases, MmapRangesAndClosedHandle)
+{
+  kvikio::test::TempDir dir;
+  const auto path      = dir.file("m.bin");
+  const std::size_t n  = 1 << 20;
+  const auto data      = kvikio::test::random_bytes(n, 25);
+  const auto n_text    = std::to_string(n);
+  const auto twice_txt = std::to_string(2 * n);
+  kvikio::test::write_file(path, data);
+  for (const std::string flags : {"", "z"}) {
+    expect_phrases<std::invalid_argument>([&] { kvikio::MmapHandle m(path, flags); },
+                                          {"Unknown file open flag", "'" + flags + "'", path});
+  }
+  EXPECT_EQ(message_of<std::invalid_argument>([&] {
+              kvikio::MmapHandle m(path, "w");
+            }).find("Unknown file open flag"),
+            std::string::npos);
+  expect_phrases<std::out_of_range>(
+    [&] { kvikio::MmapHandle m(path, "r", std::nullopt, 2 * n); },
+    {"Offset must be less than the file size", twice_txt, n_text, path});
+  expect_phrases<std::out_of_range>([&] { kvikio::MmapHandle m(path, "r", std::nullopt, n); },
+                                    {"Offset must be less than the file size"});
+  expect_phrases<std::out_of_range>([&] { kvikio::MmapHandle m(path, "r", 2 * n); },
+                                    {"Mapped region is past the end of file", twice_txt, path});
+  expect_phrases<std::invalid_argument>([&] { kvikio::MmapHandle m(path, "r", 0); },
+                                        {"Mapped region should not be zero byte", path});
+  {
+    kvikio::MmapHandle last(path, "r", std::nullopt, n - 1);  // the last byte alone
+    char c = 0;
+    EXPECT_EQ(last.read(&c, 1, n - 1), 1U);
+    EXPECT_EQ(c, data.back());
+  }
+  kvikio::MmapHandle m(path, "r", 1024, 512);
+  std::vector<char> out(n);
+  expect_phrases<std::out_of_range>(
+    [&] { m.read(out.data(), 1024, n + 1); },
+    {"Offset is past the end of file", std::to_string(n + 1), path});
+  for (auto [size, offset] :
+       {std::pair<std::size_t, std::size_t>{1024, 513}, {1024, 384}, {1024 + 128, 512}}) {
+    expect_phrases<std::out_of_range>([&] { m.read(out.data(), size, offset); },
+                                      {"Read is out of bound", std::to_string(offset), path});
+    expect_phrases<std::out_of_range>([&] { m.pread(out.data(), size, offset).get(); },
+                                      {"Read is out of bound", "[512, 1536)"});
+  }
+  EXPECT_EQ(m.read(out.data(), 100, 700), 100U);
+  EXPECT_TRUE(std::equal(out.begin(), out.begin() + 100, data.begin() + 700));
+  m.close();
+  expect_phrases<std::invalid_argument>([&] { m.read(out.data(), 10, 512); },
+                                        {"Cannot read from a closed MmapHandle", path});
+}
+
+TEST(CompatPhrases, NegativeSettingSaysNegativeValue)
+{
+  for (const char* key : {"num_threads", "task_size", "gds_threshold", "bounce_buffer_size"}) {
+    const auto before = kvikio::defaults::get(key);
+    expect_phrases<std::invalid_argument>([&] { kvikio::defaults::set(key, std::int64_t{-1}); },
+                                          {"negative value", key, "'-1'"});
+    EXPECT_EQ(kvikio::defaults::get(key), before);
+  }
+  // A positive value out of range says what it is, not "negative".
+  EXPECT_EQ(message_of<std::invalid_argument>([] {
+              kvikio::defaults::set("num_threads", std::int64_t{0});
+            }).find("negative"),
+            std::string::npos);
+}
+
+TEST(CompatPhrases, RemoteUrlErrors)
+{
+  using kvikio::RemoteEndpointType;
+  using kvikio::RemoteHandle;
+  for (const std::string url : {"example.com/path", "://bucket/object", "3s://bucket/object"}) {
+    expect_phrases<std::invalid_argument>([&] { (void)kvikio::infer_remote_endpoint_type(url); },
+                                          {"Bad scheme", "'" + url + "'"});
+    expect_phrases<std::invalid_argument>([&] { (void)RemoteHandle::open(url); },
+                                          {"Bad scheme", "'" + url + "'"});
+  }
+  for (const std::string url : {"unsupported://example.com/path", "s3://bucket-only"}) {
+    const auto msg = message_of<std::invalid_argument>([&] { (void)RemoteHandle::open(url); });
+    EXPECT_NE(msg.find("Unsupported endpoint URL"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'" + url + "'"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("Bad scheme"), std::string::npos) << msg;
+  }
+  expect_phrases<std::invalid_argument>(
+    [] { (void)kvikio::infer_remote_endpoint_type("unsupported://example.com/path"); },
+    {"Unsupported endpoint URL"});
+  expect_phrases<std::invalid_argument>(
+    [] { (void)RemoteHandle::open("s3://bucket-only", RemoteEndpointType::S3); },
+    {"Invalid URL", "'s3://bucket-only'", "S3"});
+  expect_phrases<std::invalid_argument>(
+    [] {
+      (void)RemoteHandle::open("http://127.0.0.1:1/b/o",
+                               RemoteEndpointType::S3,
+                               std::vector<RemoteEndpointType>{RemoteEndpointType::WEBHDFS});
+    },
+    {"not in the allowlist", "WEBHDFS", "http://127.0.0.1:1/b/o"});
 }

@@ -9,6 +9,9 @@
 #include <vector>
 
 #include <kvikio/export.hpp>
+// At least what upstream's header of this name makes visible: code written for it relies on it.
+#include <kvikio/shim.hpp>
+#include <kvikio/shim/cufile_h_wrapper.hpp>
 
 namespace kvikio {
 

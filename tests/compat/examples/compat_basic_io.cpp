@@ -3,11 +3,13 @@
 // pwrite/pread with and without task_size, a resized pool, buffer registration, POSIX host
 // IO, the batch API (where cuFile's batch and stream APIs are usable and cuFile is preferred),
 // and stream-ordered IO by pointer and by value (StreamFuture).
+// The kvikio headers are exactly upstream's example's (issue 24): every other name it uses
+// (is_host_memory, is_batch_api_available, StreamFuture, CUstream, ...) must be visible
+// through them, as upstream's headers make it visible.
+// std::vector and std::string come through the kvikio headers, as upstream's.
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <string>
-#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -17,9 +19,6 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
-#include <kvikio/shim.hpp>
-#include <kvikio/stream.hpp>
-#include <kvikio/utils.hpp>
 
 namespace {
 
@@ -156,7 +155,7 @@ int main()
         cudaSuccess,
       "cudaHostAlloc bytes_done");
     *bytes_done = 0;
-    cudaStream_t stream{};
+    CUstream stream{};  // cuda.h's name, as upstream's example has it
     require(cudaStreamCreate(&stream) == cudaSuccess, "cudaStreamCreate");
     kvikio::FileHandle f(path, "w+");
     require(cudaMemcpyAsync(a_dev, pinned, kNbytes, cudaMemcpyHostToDevice, stream) == cudaSuccess,

@@ -1,12 +1,13 @@
 // Host-memory IO through the names upstream's basic_no_cuda example uses: defaults, the
 // driver properties when compat mode is off, is_host_memory, FileHandle pwrite/pread futures.
+// The kvikio headers are exactly upstream's example's (issue 24): is_host_memory must be
+// visible through them, as upstream's headers make it visible.
+// std::vector, std::future and std::string come through the kvikio headers, as upstream's.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <future>
 #include <iostream>
 #include <numeric>
-#include <string>
-#include <vector>
 
 #include <kvikio/batch.hpp>
 #include <kvikio/buffer.hpp>
@@ -14,7 +15,6 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
-#include <kvikio/utils.hpp>
 
 namespace {
 void require(bool ok, const char* what)
