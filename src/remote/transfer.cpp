@@ -155,7 +155,8 @@ struct Attempt {
   long status{0};
   std::string curl_error;
   std::string error_code;
-  bool ok{false};  // a complete, successful response
+  bool ok{false};          // a complete, successful response
+  bool body_error{false};  // a 2xx status whose body is an S3 <Error> document (error_code)
 };
 
 bool is_retryable_transport(CURLcode rc)
@@ -168,10 +169,20 @@ bool is_retryable_transport(CURLcode rc)
     case CURLE_GOT_NOTHING:
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
+    // A reused keep-alive connection that the server had closed: libcurl's own re-send on a
+    // fresh connection could not rewind the body (kept here for bodies that cannot seek).
+    case CURLE_SEND_FAIL_REWIND:
       return true;
     default:
       return false;
   }
+}
+
+// The codes of S3's 200-with-<Error> answers that AWS documents as retryable.
+bool is_retryable_body_error(const std::string& code)
+{
+  return code == "InternalError" || code == "SlowDown" || code == "ServiceUnavailable" ||
+         code == "RequestTimeout";
 }
 
 bool is_retryable_status(long status)
@@ -189,7 +200,9 @@ std::string describe_failure(const std::string& what,
   s << "kvikio: " << what << " " << url << " failed: ";
   if (a.rc == CURLE_OK || a.status != 0) {
     s << "HTTP status " << a.status;
-    if (!a.error_code.empty()) { s << " (" << a.error_code << ")"; }
+    if (!a.error_code.empty()) {
+      s << " (" << a.error_code << (a.body_error ? " in the body" : "") << ")";
+    }
   } else {
     s << "no HTTP response (HTTP status 0)";
   }
@@ -215,7 +228,9 @@ class Retries {
   std::chrono::milliseconds after_failure(const Attempt& a, const std::string& what)
   {
     bool http_failure = a.rc == CURLE_OK;
-    bool retryable    = http_failure ? is_retryable_status(a.status) : is_retryable_transport(a.rc);
+    bool retryable    = a.body_error     ? is_retryable_body_error(a.error_code)
+                        : http_failure ? is_retryable_status(a.status)
+                                       : is_retryable_transport(a.rc);
     if (retryable && attempt_ < max_attempts_) {
       KVIKIO_LOG(warn,
                  describe_failure(what, url_, a, attempt_) + "; retrying in " +
@@ -241,15 +256,26 @@ class Retries {
 };
 
 // Runs `attempt_once` until it succeeds, fails in a way that is not retried, or the attempts
-// run out; then throws the error that fits the last failure.
+// run out; then throws the error that fits the last failure. Before a re-send, `took_effect`
+// (when set) may say that the failed attempt was carried out after all: then it returns false
+// (done, without an answer).
 template <typename AttemptFn, typename DescribeFn>
-void with_retries(const RemoteEndpoint& endpoint, DescribeFn describe, AttemptFn attempt_once)
+bool with_retries(const RemoteEndpoint& endpoint,
+                  DescribeFn describe,
+                  AttemptFn attempt_once,
+                  const std::function<bool()>& took_effect = {})
 {
   Retries retries(endpoint);
   for (;;) {
     Attempt a = attempt_once();
-    if (a.ok) { return; }
-    std::this_thread::sleep_for(retries.after_failure(a, describe()));
+    if (a.ok) { return true; }
+    auto delay = retries.after_failure(a, describe());
+    if (took_effect && took_effect()) {
+      KVIKIO_LOG(warn, describe() + " " + redact_url(endpoint.url()) +
+                         ": the failed attempt took effect; not sent again");
+      return false;
+    }
+    std::this_thread::sleep_for(delay);
   }
 }
 
@@ -736,6 +762,24 @@ std::size_t on_body_read(char* out, std::size_t size, std::size_t n, void* user)
   return done;
 }
 
+// libcurl rewinds the body when it re-sends a request by itself: on a fresh connection after a
+// reused keep-alive one turned out closed, or after a redirect or an authentication round.
+int on_body_seek(void* user, curl_off_t offset, int origin)
+{
+  auto* r = static_cast<BodyReader*>(user);
+  if (origin != SEEK_SET || offset < 0) { return CURL_SEEKFUNC_CANTSEEK; }
+  auto left = static_cast<std::size_t>(offset);
+  r->piece  = 0;
+  r->offset = 0;
+  while (r->piece < r->pieces->size() && left >= (*r->pieces)[r->piece].size()) {
+    left -= (*r->pieces)[r->piece].size();
+    ++r->piece;
+  }
+  if (r->piece == r->pieces->size() && left > 0) { return CURL_SEEKFUNC_FAIL; }
+  r->offset = left;
+  return CURL_SEEKFUNC_OK;
+}
+
 }  // namespace
 
 std::string s3_error_code(const std::string& body) { return error_code_from_body(body); }
@@ -747,7 +791,7 @@ Response send_request(RemoteEndpoint& endpoint, const SendRequest& request)
   for (const auto& p : request.body) {
     body_size += static_cast<curl_off_t>(p.size());
   }
-  with_retries(
+  out.answered = with_retries(
     endpoint,
     [&] { return request.what; },
     [&]() -> Attempt {
@@ -774,6 +818,8 @@ Response send_request(RemoteEndpoint& endpoint, const SendRequest& request)
       if (request.method == "PUT" || request.method == "POST") {
         curl.setopt(CURLOPT_READFUNCTION, on_body_read);
         curl.setopt(CURLOPT_READDATA, &reader);
+        curl.setopt(CURLOPT_SEEKFUNCTION, on_body_seek);
+        curl.setopt(CURLOPT_SEEKDATA, &reader);
         // Not an "Expect:" header to skip the 100-continue round trip: libcurl 7.88 signs the
         // empty header it then leaves out, and S3 rejects the signature. A short wait instead.
         curl.setopt(CURLOPT_EXPECT_100_TIMEOUT_MS, 50L);
@@ -793,13 +839,19 @@ Response send_request(RemoteEndpoint& endpoint, const SendRequest& request)
         a.error_code = error_code_from_body(body.body);
         return a;
       }
+      if (request.error_in_body && body.body.find("<Error>") != std::string::npos) {
+        a.error_code = error_code_from_body(body.body);
+        a.body_error = true;
+        return a;
+      }
       out.status   = a.status;
       out.body     = std::move(body.body);
       out.etag     = headers.etag;
       out.location = location != nullptr ? location : "";
       a.ok         = true;
       return a;
-    });
+    },
+    request.took_effect);
   return out;
 }
 
