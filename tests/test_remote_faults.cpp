@@ -514,8 +514,9 @@ TEST_P(RemoteFaultMatrix, ObjectIsOldOrNewAndTheCallSaysWhich)
   } else {
     (void)RemoteHandle(std::make_unique<WebHdfsEndpoint>(hdfs_url(key))).nbytes();
   }
-  auto& proxy = s3_path ? *servers_->s3_proxy : *servers_->hdfs_proxy;
-  arm(proxy, c.fault, target, 1, 1.5, 503);
+  auto& proxy_server = s3_path ? *servers_->s3_proxy : *servers_->hdfs_proxy;
+  proxy(proxy_server, R"({"cmd": "log"})");  // from here on
+  arm(proxy_server, c.fault, target, 1, 1.5, 503);
 
   std::exception_ptr error;
   try {
@@ -542,13 +543,14 @@ TEST_P(RemoteFaultMatrix, ObjectIsOldOrNewAndTheCallSaysWhich)
                                      << ")";
   }
   if (c.fault != "drop_reused") {
-    EXPECT_EQ(armed(proxy), 0) << "the fault was not hit: the test tests nothing";
+    EXPECT_EQ(armed(proxy_server), 0) << "the fault was not hit: the test tests nothing";
   }
   if (s3_path) {
     EXPECT_EQ(open_uploads(), 0U);
   } else {
     EXPECT_TRUE(leftovers().empty()) << leftovers().front();
   }
+  if (HasFailure()) { std::cerr << "the proxy's log: " << proxy(proxy_server, R"({"cmd": "log"})") << "\n"; }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWritePaths,

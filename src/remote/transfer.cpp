@@ -818,8 +818,14 @@ Response send_request(RemoteEndpoint& endpoint, const SendRequest& request)
       if (request.method == "PUT" || request.method == "POST") {
         curl.setopt(CURLOPT_READFUNCTION, on_body_read);
         curl.setopt(CURLOPT_READDATA, &reader);
-        curl.setopt(CURLOPT_SEEKFUNCTION, on_body_seek);
-        curl.setopt(CURLOPT_SEEKDATA, &reader);
+        // Rewindable, so that libcurl re-sends on a fresh connection when a reused keep-alive
+        // one turns out closed. Not for a request that is unsafe to repeat: a connection that
+        // dies after the server stored the body looks the same to libcurl, so such a request
+        // fails with CURLE_SEND_FAIL_REWIND instead and took_effect decides.
+        if (!request.took_effect) {
+          curl.setopt(CURLOPT_SEEKFUNCTION, on_body_seek);
+          curl.setopt(CURLOPT_SEEKDATA, &reader);
+        }
         // Not an "Expect:" header to skip the 100-continue round trip: libcurl 7.88 signs the
         // empty header it then leaves out, and S3 rejects the signature. A short wait instead.
         curl.setopt(CURLOPT_EXPECT_100_TIMEOUT_MS, 50L);

@@ -748,7 +748,15 @@ void RemoteWriter::webhdfs_rename(std::size_t total)
     }
     return endpoint_->get_file_size() == total;
   };
-  auto r = send_request(t, rename);
+  Response r;
+  try {
+    r = send_request(t, rename);
+  } catch (const RemoteHttpError& e) {
+    // libcurl re-sends an empty request by itself when a reused connection dies unanswered:
+    // the repeat of a RENAME that was carried out finds no source (404).
+    if (e.http_status() != 404 || !rename.took_effect()) { throw; }
+    return;
+  }
   if (r.answered && json_boolean_false(r.body)) {
     throw RemoteWriteError(
       "kvikio: close of " + shown_ + ": the name node refused to rename the written file onto it" +
