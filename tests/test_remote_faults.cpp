@@ -501,7 +501,12 @@ TEST_P(RemoteFaultMatrix, ObjectIsOldOrNewAndTheCallSaysWhich)
       ep             = s3(key);
       options.nbytes = new_data.size();  // fits one part: a single PutObject at close
       break;
-    case Path::presigned_put: ep = std::make_unique<S3EndpointWithPresignedUrl>(presigned_put(key)); break;
+    case Path::presigned_put:
+      ep = std::make_unique<S3EndpointWithPresignedUrl>(presigned_put(key));
+      // moto 5.2.5 answers 500 to a presigned PUT signed for another host (the proxy) while it
+      // checks IAM auth; signatures are checked by the other S3 cases.
+      servers_->moto->command(R"({"cmd": "auth", "on": false})");
+      break;
     case Path::webhdfs_create:
     case Path::webhdfs_append:
       ep                = std::make_unique<WebHdfsEndpoint>(hdfs_url(key));
@@ -528,6 +533,7 @@ TEST_P(RemoteFaultMatrix, ObjectIsOldOrNewAndTheCallSaysWhich)
   } catch (const RemoteError&) {
     error = std::current_exception();
   }
+  if (c.path == Path::presigned_put) { servers_->moto->command(R"({"cmd": "auth", "on": true})"); }
   const auto now = s3_path ? s3_get(key) : on_disk(key);
   if (error) {
     try {
