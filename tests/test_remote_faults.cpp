@@ -28,9 +28,9 @@ using kvikio::test::ServerProcess;
 
 namespace {
 
-constexpr std::size_t kib  = std::size_t{1} << 10;
-constexpr std::size_t mib  = std::size_t{1} << 20;
-constexpr std::size_t part = 5 * mib;
+constexpr std::size_t kib    = std::size_t{1} << 10;
+constexpr std::size_t mib    = std::size_t{1} << 20;
+constexpr std::size_t part   = 5 * mib;
 constexpr const char* bucket = "kvikio-faults";
 
 std::string json_field(const std::string& json, const std::string& name)
@@ -98,9 +98,9 @@ class RemoteFaults : public ::testing::Test {
   static void arm(ServerProcess& p,
                   const std::string& kind,
                   const std::string& match,
-                  int count     = 1,
-                  double delay  = 0,
-                  int status    = 0)
+                  int count    = 1,
+                  double delay = 0,
+                  int status   = 0)
   {
     auto r = p.command(R"({"cmd": "fault", "kind": ")" + kind + R"(", "match": ")" + match +
                        R"(", "count": )" + std::to_string(count) + R"(, "delay": )" +
@@ -138,16 +138,15 @@ class RemoteFaults : public ::testing::Test {
   }
   static std::size_t open_uploads()
   {
-    auto r = servers_->moto->command(R"({"cmd": "uploads", "bucket": ")" + std::string(bucket) +
-                                     "\"}");
+    auto r =
+      servers_->moto->command(R"({"cmd": "uploads", "bucket": ")" + std::string(bucket) + "\"}");
     return std::stoul(r.substr(r.find(':') + 1));
   }
   static std::string presigned_put(const std::string& key)
   {
-    auto r = servers_->moto->command(R"({"cmd": "presign", "bucket": ")" + std::string(bucket) +
-                                     R"(", "key": ")" + key +
-                                     R"(", "method": "put_object", "endpoint_url": ")" +
-                                     servers_->s3_proxy->base_url() + "\"}");
+    auto r = servers_->moto->command(
+      R"({"cmd": "presign", "bucket": ")" + std::string(bucket) + R"(", "key": ")" + key +
+      R"(", "method": "put_object", "endpoint_url": ")" + servers_->s3_proxy->base_url() + "\"}");
     return json_field(r, "url");
   }
 
@@ -419,11 +418,16 @@ struct Case {
 std::string path_name(Path p)
 {
   switch (p) {
-    case Path::s3_multipart: return "S3Multipart";
-    case Path::s3_put: return "S3Put";
-    case Path::presigned_put: return "PresignedPut";
-    case Path::webhdfs_create: return "WebHdfsCreate";
-    case Path::webhdfs_append: return "WebHdfsAppend";
+    case Path::s3_multipart:
+      return "S3Multipart";
+    case Path::s3_put:
+      return "S3Put";
+    case Path::presigned_put:
+      return "PresignedPut";
+    case Path::webhdfs_create:
+      return "WebHdfsCreate";
+    case Path::webhdfs_append:
+      return "WebHdfsAppend";
   }
   return "";
 }
@@ -466,7 +470,7 @@ TEST_P(RemoteFaultMatrix, ObjectIsOldOrNewAndTheCallSaysWhich)
   const bool slow    = c.fault == "store_slow";
   const bool s3_path = c.path != Path::webhdfs_create && c.path != Path::webhdfs_append;
   if (slow) { defaults::set_http_timeout(1); }
-  static int serial = 0;
+  static int serial     = 0;
   const std::string id  = std::to_string(++serial);
   std::string target    = c.target;
   const std::string key = std::string(c.path == Path::s3_multipart    ? "m-"
@@ -476,8 +480,8 @@ TEST_P(RemoteFaultMatrix, ObjectIsOldOrNewAndTheCallSaysWhich)
                           id;
   if (s3_path) { target.insert(target.find('-', target.rfind('/')) + 1, id); }
   const auto old_data = test::random_bytes(c.path == Path::s3_multipart ? 10 : 300 * kib, 100);
-  const auto new_data = test::random_bytes(
-    c.path == Path::s3_multipart ? 2 * part + 999 : 200 * kib + 7, 200 + serial);
+  const auto new_data =
+    test::random_bytes(c.path == Path::s3_multipart ? 2 * part + 999 : 200 * kib + 7, 200 + serial);
   std::vector<char> expected_new = new_data;
 
   if (s3_path) {
@@ -544,9 +548,9 @@ TEST_P(RemoteFaultMatrix, ObjectIsOldOrNewAndTheCallSaysWhich)
     EXPECT_TRUE(now == old_data) << "failed, yet the object is not the old one (" << now.size()
                                  << " bytes)";
   } else {
-    EXPECT_TRUE(now == expected_new) << "succeeded, yet the object is not the new one ("
-                                     << now.size() << " bytes, expected " << expected_new.size()
-                                     << ")";
+    EXPECT_TRUE(now == expected_new)
+      << "succeeded, yet the object is not the new one (" << now.size() << " bytes, expected "
+      << expected_new.size() << ")";
   }
   if (c.fault != "drop_reused") {
     EXPECT_EQ(armed(proxy_server), 0) << "the fault was not hit: the test tests nothing";
@@ -556,7 +560,9 @@ TEST_P(RemoteFaultMatrix, ObjectIsOldOrNewAndTheCallSaysWhich)
   } else {
     EXPECT_TRUE(leftovers().empty()) << leftovers().front();
   }
-  if (HasFailure()) { std::cerr << "the proxy's log: " << proxy(proxy_server, R"({"cmd": "log"})") << "\n"; }
+  if (HasFailure()) {
+    std::cerr << "the proxy's log: " << proxy(proxy_server, R"({"cmd": "log"})") << "\n";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWritePaths,

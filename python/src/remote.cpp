@@ -72,9 +72,9 @@ class Remote {
         ("mode must be 'r', 'w' or 'a' (WebHDFS), not " + repr_of(nb::str(mode.c_str()))).c_str());
     }
     RemoteWriteOptions options;
-    options.nbytes    = to_opt_size(nbytes, "nbytes");
-    options.part_size = to_opt_size(part_size, "part_size");
-    options.overwrite = overwrite;
+    options.nbytes             = to_opt_size(nbytes, "nbytes");
+    options.part_size          = to_opt_size(part_size, "part_size");
+    options.overwrite          = overwrite;
     options.max_buffered_parts = to_opt_size(max_buffered_parts, "max_buffered_parts");
     std::shared_ptr<RemoteHandle> handle;
     {

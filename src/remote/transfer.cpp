@@ -228,7 +228,7 @@ class Retries {
   std::chrono::milliseconds after_failure(const Attempt& a, const std::string& what)
   {
     bool http_failure = a.rc == CURLE_OK;
-    bool retryable    = a.body_error     ? is_retryable_body_error(a.error_code)
+    bool retryable    = a.body_error   ? is_retryable_body_error(a.error_code)
                         : http_failure ? is_retryable_status(a.status)
                                        : is_retryable_transport(a.rc);
     if (retryable && attempt_ < max_attempts_) {
@@ -271,8 +271,9 @@ bool with_retries(const RemoteEndpoint& endpoint,
     if (a.ok) { return true; }
     auto delay = retries.after_failure(a, describe());
     if (took_effect && took_effect()) {
-      KVIKIO_LOG(warn, describe() + " " + redact_url(endpoint.url()) +
-                         ": the failed attempt took effect; not sent again");
+      KVIKIO_LOG(warn,
+                 describe() + " " + redact_url(endpoint.url()) +
+                   ": the failed attempt took effect; not sent again");
       return false;
     }
     std::this_thread::sleep_for(delay);

@@ -133,9 +133,10 @@ struct SendRequest {
 };
 
 /// Sends `request` on `endpoint` (after `endpoint.setopt`), retried per kvikio::defaults
-/// (the body is sent again from its start, also when libcurl re-sends it by itself). Redirects are not followed: a 3xx answer with a
-/// Location is returned (WebHDFS names the data node that way). Success is any 2xx or such a
-/// 3xx; the body of the answer is kept up to meta_body_cap. Throws RemoteError subclasses.
+/// (the body is sent again from its start, also when libcurl re-sends it by itself). Redirects are
+/// not followed: a 3xx answer with a Location is returned (WebHDFS names the data node that way).
+/// Success is any 2xx or such a 3xx; the body of the answer is kept up to meta_body_cap. Throws
+/// RemoteError subclasses.
 Response send_request(RemoteEndpoint& endpoint, const SendRequest& request);
 
 /// The <Code> of an S3 error document, when `body` is one (empty otherwise). Only that word

@@ -121,16 +121,14 @@ namespace {
 std::array<unsigned char, 16> md5(std::span<const unsigned char> data)
 {
   static constexpr std::uint32_t k[64] = {
-    0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613,
-    0xfd469501, 0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be, 0x6b901122, 0xfd987193,
-    0xa679438e, 0x49b40821, 0xf61e2562, 0xc040b340, 0x265e5a51, 0xe9b6c7aa, 0xd62f105d,
-    0x02441453, 0xd8a1e681, 0xe7d3fbc8, 0x21e1cde6, 0xc33707d6, 0xf4d50d87, 0x455a14ed,
-    0xa9e3e905, 0xfcefa3f8, 0x676f02d9, 0x8d2a4c8a, 0xfffa3942, 0x8771f681, 0x6d9d6122,
-    0xfde5380c, 0xa4beea44, 0x4bdecfa9, 0xf6bb4b60, 0xbebfbc70, 0x289b7ec6, 0xeaa127fa,
-    0xd4ef3085, 0x04881d05, 0xd9d4d039, 0xe6db99e5, 0x1fa27cf8, 0xc4ac5665, 0xf4292244,
-    0x432aff97, 0xab9423a7, 0xfc93a039, 0x655b59c3, 0x8f0ccc92, 0xffeff47d, 0x85845dd1,
-    0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb,
-    0xeb86d391};
+    0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613, 0xfd469501,
+    0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be, 0x6b901122, 0xfd987193, 0xa679438e, 0x49b40821,
+    0xf61e2562, 0xc040b340, 0x265e5a51, 0xe9b6c7aa, 0xd62f105d, 0x02441453, 0xd8a1e681, 0xe7d3fbc8,
+    0x21e1cde6, 0xc33707d6, 0xf4d50d87, 0x455a14ed, 0xa9e3e905, 0xfcefa3f8, 0x676f02d9, 0x8d2a4c8a,
+    0xfffa3942, 0x8771f681, 0x6d9d6122, 0xfde5380c, 0xa4beea44, 0x4bdecfa9, 0xf6bb4b60, 0xbebfbc70,
+    0x289b7ec6, 0xeaa127fa, 0xd4ef3085, 0x04881d05, 0xd9d4d039, 0xe6db99e5, 0x1fa27cf8, 0xc4ac5665,
+    0xf4292244, 0x432aff97, 0xab9423a7, 0xfc93a039, 0x655b59c3, 0x8f0ccc92, 0xffeff47d, 0x85845dd1,
+    0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391};
   static constexpr int r[64] = {7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
                                 5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20,
                                 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
@@ -149,7 +147,7 @@ std::array<unsigned char, 16> md5(std::span<const unsigned char> data)
     std::uint32_t w[16];
     for (int i = 0; i < 16; ++i) {
       const auto* q = &msg[off + 4 * static_cast<std::size_t>(i)];
-      w[i] = std::uint32_t{q[0]} | std::uint32_t{q[1]} << 8 | std::uint32_t{q[2]} << 16 |
+      w[i]          = std::uint32_t{q[0]} | std::uint32_t{q[1]} << 8 | std::uint32_t{q[2]} << 16 |
              std::uint32_t{q[3]} << 24;
     }
     std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3];
@@ -328,7 +326,8 @@ void RemoteWriter::make_hidden_sibling()
   const std::string url = endpoint_->url();
   const auto query      = url.find('?');
   const auto slash      = url.rfind('/', query);
-  const std::string name = url.substr(slash + 1, query == std::string::npos ? query : query - slash - 1);
+  const std::string name =
+    url.substr(slash + 1, query == std::string::npos ? query : query - slash - 1);
   std::random_device rd;
   std::string tag;
   for (int i = 0; i < 4; ++i) {
@@ -342,9 +341,9 @@ void RemoteWriter::make_hidden_sibling()
                                (query == std::string::npos ? "" : url.substr(query));
   temp_ = std::make_shared<WebHdfsEndpoint>(temp_url);
   // RENAME's destination is the file's path in HDFS (after /webhdfs/v1), as a query value.
-  const auto parts   = split_url(url);
-  const auto prefix  = std::string_view("/webhdfs/v1");
-  target_path_       = percent_decode(parts->path.substr(prefix.size()));
+  const auto parts  = split_url(url);
+  const auto prefix = std::string_view("/webhdfs/v1");
+  target_path_      = percent_decode(parts->path.substr(prefix.size()));
 }
 
 RemoteWriter::~RemoteWriter() { abort(); }
@@ -424,8 +423,7 @@ RemoteWriter::Part& RemoteWriter::acquire(std::unique_lock<std::mutex>& lock, st
     // way in another thread (which may complete a part, and so start an upload). Only when
     // neither can free a buffer is the bound an error.
     cv_.wait(lock, [&] {
-      return buffered_ < max_buffered_ || (in_flight_ == 0 && copying_ == 0) || error_ ||
-             finished_;
+      return buffered_ < max_buffered_ || (in_flight_ == 0 && copying_ == 0) || error_ || finished_;
     });
     if (finished_) { throw_mode("write to"); }
     throw_if_failed();
@@ -701,12 +699,12 @@ void RemoteWriter::webhdfs_send(std::span<const char> data)
                            shown_,
                            r.status);
   }
-  SendRequest send{method,
-                   r.location,
-                   {data},
-                   {},
-                   method + " (" + name + ", " + std::to_string(data.size()) +
-                     " bytes, to the data node) of"};
+  SendRequest send{
+    method,
+    r.location,
+    {data},
+    {},
+    method + " (" + name + ", " + std::to_string(data.size()) + " bytes, to the data node) of"};
   if (!create) {
     // An APPEND is not safe to repeat: one that was stored but answered 500 (or too late, or
     // not at all) would land twice. Before a re-send, the file's length says which it was.

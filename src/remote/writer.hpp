@@ -127,10 +127,10 @@ class RemoteWriter : public std::enable_shared_from_this<RemoteWriter> {
   std::size_t extent_{0};
   std::size_t sequential_{0};
   std::exception_ptr error_;
-  bool finished_{false};  // closed or aborted
-  bool closing_{false};   // close() or abort() began: new writes are refused
-  std::size_t writers_{0};  // pwrite calls under way
-  std::size_t copying_{0};  // copies into part buffers under way (the sum of Part::copiers)
+  bool finished_{false};     // closed or aborted
+  bool closing_{false};      // close() or abort() began: new writes are refused
+  std::size_t writers_{0};   // pwrite calls under way
+  std::size_t copying_{0};   // copies into part buffers under way (the sum of Part::copiers)
   std::mutex finish_mutex_;  // held by close() and abort() throughout
   bool draining_{false};
   std::size_t next_send_{0};  // WebHDFS: the next part in file order
