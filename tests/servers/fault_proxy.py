@@ -18,8 +18,9 @@ Faults are armed over stdin, one JSON command a line, answered with one JSON lin
         store_slow    forwarded, then answered after `delay` seconds (past the client's timeout)
         store_drop    forwarded, then the connection is closed without an answer
         drop_reused   on a connection that served a request before (a reused keep-alive one):
-                      read, then the connection is closed, nothing forwarded (the server's
-                      side of the keep-alive race); requests on fresh connections pass
+                      the connection is reset once the request's headers arrived, its body
+                      unread, nothing forwarded (the server's side of the keep-alive race);
+                      requests on fresh connections pass
         error_200     not forwarded; answered 200 with an S3 <Error> (InternalError) body
         reset_body    half the body is read, then the connection is reset (RST), nothing
                       forwarded
@@ -157,9 +158,12 @@ def serve_connection(sock, upstream):
                 read_body(rfile, wfile, lower, limit=n // 2)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
                 return
-            body = read_body(rfile, wfile, lower)
             if kind == "drop_reused":
+                # The server had closed the idle connection: the request's headers arrive at a
+                # closed socket (reset), its body is never read.
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
                 return
+            body = read_body(rfile, wfile, lower)
             if kind == "error_200":
                 reply(wfile, 200, "OK", [("Content-Type", "application/xml")], ERROR_XML)
             elif kind == "status":
