@@ -430,6 +430,12 @@ std::string path_name(Path p)
   return "";
 }
 
+// gtest's name for a failing case: "WebHdfsCreate, store_drop on op=RENAME".
+void PrintTo(const Case& c, std::ostream* os)
+{
+  *os << path_name(c.path) << ", " << c.fault << " on " << c.target;
+}
+
 std::vector<Case> all_cases()
 {
   const std::vector<std::string> faults = {
