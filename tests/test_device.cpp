@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -353,11 +354,11 @@ TEST_F(DeviceIO, DirectIoReadAndWriteThroughBounceBuffers)
   EXPECT_EQ(to_host(back, n), data);
 }
 
-// Issue 14: small reads into device memory take one pinned buffer and one synchronous copy,
-// and a buffer's attributes are remembered by its allocation. Reads of odd sizes at odd
-// offsets land byte for byte; an allocation freed and replaced by a smaller one (maybe at the
-// same address) is checked against its own size, not the remembered one; a failed copy
-// names the file.
+// Issue 14: small reads into device memory take one pinned buffer and one copy on the
+// thread's stream, and a buffer's attributes are remembered by its allocation. Reads of odd sizes
+// at odd offsets land byte for byte; an allocation freed and replaced by a smaller one (maybe at
+// the same address) is checked against its own size, not the remembered one; a failed copy names
+// the file.
 TEST_F(DeviceIO, SmallReadsAreByteExactAndEachAllocationIsCheckedAsItIs)
 {
   const std::size_t n = 300 * KiB;
@@ -385,9 +386,102 @@ TEST_F(DeviceIO, SmallReadsAreByteExactAndEachAllocationIsCheckedAsItIs)
   auto fail = kvikio::test::standin_fn<void (*)(const char*, int, int)>("kvikio_standin_fail");
   if (fail == nullptr) { return; }
   DeviceBuffer dev(4096);
-  fail("cuMemcpyHtoD", 1, CUDA_ERROR_LAUNCH_FAILED);
+  fail("cuMemcpyHtoDAsync", 1, CUDA_ERROR_LAUNCH_FAILED);
   KVIKIO_EXPECT_THROW_WITH(f.read(dev.data(), 4096, 0, 0), kvikio::CudaDriverError, path);
   EXPECT_EQ(f.read(dev.data(), 4096, 0, 0), 4096U);
+  fail("cuStreamSynchronize", 1, CUDA_ERROR_LAUNCH_FAILED);
+  KVIKIO_EXPECT_THROW_WITH(
+    f.read(dev.data(), 4096, 0, 0), kvikio::CudaDriverError, "cuStreamSynchronize");
+  EXPECT_EQ(f.read(dev.data(), 4096, 0, 0), 4096U);
+}
+
+// Issue 28: a write from device memory stores what the caller queued before the call on any
+// stream: here a copy on a non-blocking stream of the caller's that the stand-in runs only when
+// something synchronises it. One cuCtxSynchronize per request, not one per piece.
+TEST_F(DeviceIO, WritesStoreWhatWasQueuedBeforeTheCallOnAnyStream)
+{
+  auto ctx_syncs = kvikio::test::standin_fn<std::size_t (*)()>("kvikio_standin_ctx_syncs");
+  if (ctx_syncs == nullptr) { GTEST_SKIP() << "a deferred copy needs the stand-in driver"; }
+  auto retain =
+    kvikio::test::standin_fn<CUresult (*)(CUcontext*, CUdevice)>("cuDevicePrimaryCtxRetain");
+  auto set_current = kvikio::test::standin_fn<CUresult (*)(CUcontext)>("cuCtxSetCurrent");
+  auto create      = kvikio::test::standin_fn<CUresult (*)(CUstream*, unsigned)>("cuStreamCreate");
+  auto destroy     = kvikio::test::standin_fn<CUresult (*)(CUstream)>("cuStreamDestroy_v2");
+  auto copy_async =
+    kvikio::test::standin_fn<CUresult (*)(CUdeviceptr, const void*, size_t, CUstream)>(
+      "cuMemcpyHtoDAsync_v2");
+  ASSERT_TRUE(retain && set_current && create && destroy && copy_async);
+  CUcontext ctx = nullptr;
+  ASSERT_EQ(retain(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(set_current(ctx), CUDA_SUCCESS);
+  CUstream stream = nullptr;
+  ASSERT_EQ(create(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  auto sync = kvikio::test::standin_fn<CUresult (*)(CUstream)>("cuStreamSynchronize");
+  ASSERT_NE(sync, nullptr);
+  for (const std::size_t n : {std::size_t{4096}, std::size_t{3 * MiB + 5}}) {
+    const auto old_bytes = random_bytes(n, 1);
+    const auto new_bytes = random_bytes(n, 2);
+    DeviceBuffer dev(n);
+    auto write_and_check = [&](const char* what) {
+      auto path = make_file(0, 3);
+      FileHandle f(path, "w", FileHandle::m644, CompatMode::ON);
+      const auto before = ctx_syncs();
+      EXPECT_EQ(f.pwrite(dev.data(), n, 0, 256 * KiB).get(), n);
+      EXPECT_EQ(ctx_syncs(), before + 1) << what << n;
+      f.close();
+      EXPECT_EQ(kvikio::test::read_file(path), new_bytes) << what << n;
+    };
+    // A copy from pinned memory queued on the caller's non-blocking stream.
+    dev.copy_from_host(old_bytes.data(), n);
+    ASSERT_EQ(sync(nullptr), CUDA_SUCCESS);
+    kvikio::PinnedBuffer pinned(n);
+    std::memcpy(pinned.data(), new_bytes.data(), n);
+    ASSERT_EQ(copy_async(reinterpret_cast<CUdeviceptr>(dev.data()), pinned.data(), n, stream),
+              CUDA_SUCCESS);
+    write_and_check("non-blocking stream ");
+    // A pageable copy whose DMA outlived its call (the stand-in ends it on the legacy stream).
+    dev.copy_from_host(old_bytes.data(), n);
+    ASSERT_EQ(sync(nullptr), CUDA_SUCCESS);
+    dev.copy_from_host(new_bytes.data(), n);
+    write_and_check("pageable copy ");
+  }
+  EXPECT_EQ(destroy(stream), CUDA_SUCCESS);
+}
+
+// Issue 28: no read into device memory, small or large, one at a time or many in flight, copies
+// on the legacy default stream (cuMemcpyHtoD): such a copy waits for every copy queued on
+// every blocking stream of the context and holds back those queued after it, so the small
+// tensors of a checkpoint stalled its large ones (profiled on the H200).
+TEST_F(DeviceIO, ReadsIntoDeviceMemoryNeverCopyOnTheLegacyStream)
+{
+  auto sync_copies = kvikio::test::standin_fn<std::size_t (*)()>("kvikio_standin_sync_copies");
+  if (sync_copies == nullptr) { GTEST_SKIP() << "counting copies needs the stand-in driver"; }
+  const std::size_t n = 3 * MiB + 123;
+  auto path           = make_file(n, 28);
+  const auto data     = random_bytes(n, 28);
+  FileHandle f(path, "r", FileHandle::m644, CompatMode::ON);
+  const std::vector<std::size_t> sizes{
+    1, 4096, 16 * KiB + 3, 64 * KiB, 64 * KiB + 1, 256 * KiB, 1 * MiB + 17, 2 * MiB};
+  std::vector<DeviceBuffer> bufs;
+  for (auto size : sizes) {
+    bufs.emplace_back(size);
+  }
+  const auto before = sync_copies();
+  std::vector<std::future<std::size_t>> futures;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::size_t offset = (i * 7919) % (n - sizes[i]);
+    EXPECT_EQ(f.read(bufs[i].data(), sizes[i], offset, 0), sizes[i]);
+    futures.push_back(f.pread(bufs[i].data(), sizes[i], offset, 256 * KiB));
+  }
+  for (auto& fu : futures) {
+    fu.get();
+  }
+  EXPECT_EQ(sync_copies(), before);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::size_t offset = (i * 7919) % (n - sizes[i]);
+    const auto got           = to_host(bufs[i], sizes[i]);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin() + offset)) << sizes[i];
+  }
 }
 
 TEST_F(DeviceIO, FailedCopyRaisesNamingTheFileAndLeavesThePoolUsable)

@@ -33,6 +33,7 @@
 #include <kvikio/file_handle.hpp>
 #include <kvikio/file_utils.hpp>
 
+#include "bench_many.hpp"
 #include "bench_random.hpp"
 #include "bench_remote.hpp"
 #include "options.hpp"
@@ -89,12 +90,15 @@ const char* usage =
   "  --remote URL|local    read a remote object (http(s), s3://, WebHDFS) next to plain\n"
   "                        parallel curl; 'local' serves --size random bytes on loopback\n"
   "  --remote-server nginx|python   server for --remote local (default nginx, else python)\n"
-  "  --pattern sequential|random|open   random: --count reads of --io-size bytes at random\n"
+  "  --pattern sequential|random|open|many   random: --count reads of --io-size bytes at random\n"
   "                        offsets of a hot --size file: single read() calls, pread().get()\n"
   "                        one at a time and one pread_batch call, in IOPS, next to plain\n"
   "                        pread loops on 1 and --threads threads. open: open, read --io-size\n"
   "                        bytes and close, through FileHandle next to the plain calls\n"
   "                        (e.g. --size 64KiB --io-size 64KiB)\n"
+  "                        many: N preads issued before the first get(), each into its\n"
+  "                        own buffer (1 x 1GiB ... 4096 x 256KiB, a checkpoint's mix),\n"
+  "                        against one pread of the same bytes and a plain pread loop\n"
   "  --io-size BYTES       size of each random read (default 4KiB)\n"
   "  --count N             random reads per timed run (default 20000; 1000 with --remote)\n"
   "                        With --remote, --pattern random reads the ranges as one\n"
@@ -161,9 +165,10 @@ Options parse(int argc, char** argv, int first)
       o.remote = args.value();
     } else if (*name == "pattern") {
       o.pattern = args.value();
-      if (o.pattern != "sequential" && o.pattern != "random" && o.pattern != "open") {
+      if (o.pattern != "sequential" && o.pattern != "random" && o.pattern != "open" &&
+          o.pattern != "many") {
         throw std::invalid_argument("--pattern: '" + o.pattern +
-                                    "' is not one of sequential, random, open");
+                                    "' is not one of sequential, random, open, many");
       }
     } else if (*name == "io-size") {
       o.io_size = parse_bytes(*name, args.value());
@@ -504,6 +509,9 @@ int run_bench(int argc, char** argv, int first)
   {
     FileHandle f(o.file, "w");
     f.pwrite(buffers.ours_src(), o.size, 0).get();
+  }
+  if (o.pattern == "many") {
+    return run_bench_many({o.file, o.size, o.threads, device, o.repetitions, o.json});
   }
   if (o.pattern == "random" || o.pattern == "open") {
     const RandomBenchOptions ro{

@@ -110,6 +110,11 @@ Request check_request(Direction direction,
   auto* start = const_cast<char*>(static_cast<const char*>(buf));
   auto info   = size > 0 ? detail::get_pointer_info(start) : detail::PointerInfo{};
   detail::check_device_range(info, start, size, describe(op, file.path(), file_offset));
+  if (direction == Direction::write &&
+      (info.kind == detail::MemoryKind::DEVICE || info.kind == detail::MemoryKind::MANAGED)) {
+    // What the caller queued before the call, on any stream, is what gets written (issue 28).
+    detail::wait_for_queued_work(info.context, describe(op, file.path(), file_offset));
+  }
   return {start, file_offset, info};
 }
 

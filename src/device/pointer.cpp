@@ -352,6 +352,12 @@ CUstream thread_stream(CUcontext ctx)
   return stream;
 }
 
+void wait_for_queued_work(CUcontext ctx, const std::string& what)
+{
+  ContextGuard guard(ctx);
+  cuda_check(CudaAPI::instance().CtxSynchronize(), "cuCtxSynchronize", what);
+}
+
 CUcontext primary_context(int ordinal)
 {
   static std::mutex mutex;

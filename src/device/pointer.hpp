@@ -107,6 +107,12 @@ class ContextGuard {
 /// current.
 CUstream thread_stream(CUcontext ctx);
 
+/// Blocks until all work queued in `ctx` before the call, on any stream, has finished: a
+/// write from device memory then stores what the caller's kernels and copies produced, also
+/// on a non-blocking stream or through a pageable copy whose DMA outlived its call. Once per
+/// write request, never per piece. Errors are CudaDriverError naming `what`.
+void wait_for_queued_work(CUcontext ctx, const std::string& what);
+
 /// The primary context of device `ordinal`, retained for the life of the process.
 CUcontext primary_context(int ordinal);
 

@@ -1,5 +1,6 @@
 #include "device/staging.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/alignment.hpp"
@@ -33,13 +34,19 @@ struct Pipeline {
   // False while a copy may still be queued on the stream (it reads or writes `bounce`).
   bool idle{true};
 
-  Pipeline(CUcontext ctx, std::string what_)
+  Pipeline(CUcontext ctx, std::string what_, std::size_t chunk = 0)
     : what(std::move(what_)),
       api(*cuda_api_or_throw(what)),
       guard(ctx),
       stream(thread_stream(ctx)),
-      half(bounce.size() / 2 / page_size * page_size)
+      half(half_size(bounce.size(), chunk))
   {
+  }
+  static std::size_t half_size(std::size_t bounce_size, std::size_t chunk)
+  {
+    const std::size_t most = bounce_size / 2 / page_size * page_size;
+    if (chunk == 0) { return most; }
+    return std::min(most, (chunk + page_size - 1) / page_size * page_size);
   }
   Pipeline(const Pipeline&)            = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -69,8 +76,8 @@ struct DeviceStager::Impl {
   char* dst;
   StagingSink sink;
 
-  Impl(CUcontext ctx, void* dst_, std::string what)
-    : pipe(ctx, std::move(what)),
+  Impl(CUcontext ctx, void* dst_, std::string what, std::size_t chunk)
+    : pipe(ctx, std::move(what), chunk),
       dst(static_cast<char*>(dst_)),
       sink(
         pipe.half_at(0),
@@ -87,8 +94,8 @@ struct DeviceStager::Impl {
   }
 };
 
-DeviceStager::DeviceStager(CUcontext ctx, void* dst, std::string what)
-  : impl_(std::make_unique<Impl>(ctx, dst, std::move(what)))
+DeviceStager::DeviceStager(CUcontext ctx, void* dst, std::string what, std::size_t chunk)
+  : impl_(std::make_unique<Impl>(ctx, dst, std::move(what), chunk))
 {
 }
 

@@ -178,8 +178,11 @@ class DrainSource {
 /// copy also names its chunk ("the N bytes at byte P" of the destination). One thread only.
 class DeviceStager {
  public:
-  /// Throws when the driver is not available or no pinned buffer can be had.
-  DeviceStager(CUctx_st* ctx, void* dst, std::string what);
+  /// Throws when the driver is not available or no pinned buffer can be had. `chunk`, when
+  /// not 0, caps a half at that many bytes (rounded up to whole pages): a transfer of a few
+  /// halves' worth overlaps its host work with its copies, where one half would hold it all
+  /// and leave the copy of the whole of it to wait at the end.
+  DeviceStager(CUctx_st* ctx, void* dst, std::string what, std::size_t chunk = 0);
   ~DeviceStager() noexcept;
   DeviceStager(const DeviceStager&)            = delete;
   DeviceStager& operator=(const DeviceStager&) = delete;

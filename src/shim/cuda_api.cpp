@@ -51,6 +51,7 @@ CudaAPI::CudaAPI()
   bind(handle_, CtxPushCurrent, "cuCtxPushCurrent_v2", missing);
   bind(handle_, CtxPopCurrent, "cuCtxPopCurrent_v2", missing);
   bind(handle_, CtxGetDevice, "cuCtxGetDevice", missing);
+  bind(handle_, CtxSynchronize, "cuCtxSynchronize", missing);
   bind(handle_, PointerGetAttribute, "cuPointerGetAttribute", missing);
   bind(handle_, MemGetAddressRange, "cuMemGetAddressRange_v2", missing);
   bind(handle_, MemAlloc, "cuMemAlloc_v2", missing);

@@ -23,6 +23,7 @@ class CudaAPI {
   decltype(&::cuCtxPushCurrent) CtxPushCurrent{};
   decltype(&::cuCtxPopCurrent) CtxPopCurrent{};
   decltype(&::cuCtxGetDevice) CtxGetDevice{};
+  decltype(&::cuCtxSynchronize) CtxSynchronize{};
   decltype(&::cuPointerGetAttribute) PointerGetAttribute{};
   decltype(&::cuMemGetAddressRange) MemGetAddressRange{};
   decltype(&::cuMemAlloc) MemAlloc{};

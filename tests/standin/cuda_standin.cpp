@@ -80,6 +80,7 @@ struct State {
   std::size_t sync_copies{0};        // cuMemcpyHtoD and cuMemcpyDtoH calls
   bool touching_allocations{false};  // device allocations without a gap between them
   std::size_t stream_syncs{0};       // cuStreamSynchronize calls
+  std::size_t ctx_syncs{0};          // cuCtxSynchronize calls
   bool initialised{false};
   // fault injection: fail the nth next call of `fail_fn` with `fail_code`
   std::string fail_fn;
@@ -349,6 +350,12 @@ __attribute__((visibility("default"))) void kvikio_standin_touching_allocations(
 {
   std::lock_guard lock(st().mutex);
   st().touching_allocations = on != 0;
+}
+/// How many cuCtxSynchronize calls were made so far.
+__attribute__((visibility("default"))) std::size_t kvikio_standin_ctx_syncs()
+{
+  std::lock_guard lock(st().mutex);
+  return st().ctx_syncs;
 }
 /// How many cuStreamSynchronize calls were made so far.
 __attribute__((visibility("default"))) std::size_t kvikio_standin_stream_syncs()
@@ -649,18 +656,9 @@ CUresult cuStreamDestroy_v2(CUstream stream)
   return CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult cuStreamSynchronize(CUstream stream)
+/// Runs the work queued on every stream of the current context, the legacy one included.
+static CUresult flush_current_context()
 {
-  STANDIN_INJECT("cuStreamSynchronize");
-  {
-    std::lock_guard lock(st().mutex);
-    ++st().stream_syncs;
-  }
-  if (stream != nullptr) {
-    flush(reinterpret_cast<Stream*>(stream));
-    return CUDA_SUCCESS;
-  }
-  // The legacy default stream waits for every stream of the current context.
   auto* ctx = current();
   if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
   flush_null(ctx);
@@ -675,6 +673,31 @@ CUresult cuStreamSynchronize(CUstream stream)
     flush(s);
   }
   return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream stream)
+{
+  STANDIN_INJECT("cuStreamSynchronize");
+  {
+    std::lock_guard lock(st().mutex);
+    ++st().stream_syncs;
+  }
+  if (stream != nullptr) {
+    flush(reinterpret_cast<Stream*>(stream));
+    return CUDA_SUCCESS;
+  }
+  // The legacy default stream waits for every stream of the current context.
+  return flush_current_context();
+}
+
+CUresult cuCtxSynchronize()
+{
+  STANDIN_INJECT("cuCtxSynchronize");
+  {
+    std::lock_guard lock(st().mutex);
+    ++st().ctx_syncs;
+  }
+  return flush_current_context();
 }
 
 CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void* data)
