@@ -1,5 +1,8 @@
 #pragma once
 // The HTTP transfer engine shared by every endpoint: one logical request, retried and resumed.
+// By concern: curl_handle.cpp (easy handles and their per-thread cache), http_retry.{hpp,cpp}
+// (attempts, the retry policy, common options), tls.cpp (CA and redirect options),
+// range_get.cpp (range reads), requests.cpp (metadata requests and requests with a body).
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -155,6 +158,10 @@ void set_ca_options(CurlHandle& curl, const CaSettings& ca);
 /// Lets redirects go to https only when `url` is https, else to http and https (never to
 /// ftp and the other protocols libcurl would follow by default).
 void set_redirect_protocols(CurlHandle& curl, const std::string& url);
+
+/// Follows up to 5 redirects from `url`, to the protocols set_redirect_protocols allows (HTTP
+/// download links, WebHDFS's OPEN through the data node).
+void follow_redirects(CurlHandle& curl, const std::string& url);
 
 /// The largest metadata body kept (GETFILESTATUS JSON, an error body, a probe's answer); a
 /// request whose body is longer is aborted.
