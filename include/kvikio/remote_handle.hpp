@@ -371,8 +371,11 @@ inline constexpr std::size_t remote_coalesce_gap = std::size_t{64} << 10;
 /// Commit or nothing: `close()` makes the object visible only when the bytes written cover
 /// [0, size) with no hole (size: the declared `nbytes`, else the end of the furthest write);
 /// otherwise, on any failed part, or on `abort()` or destruction without `close()`, the upload
-/// is aborted (S3 AbortMultipartUpload: no parts are left behind; WebHDFS: a file this handle
-/// created is deleted, an append is truncated back to the file's former length).
+/// is aborted (S3 AbortMultipartUpload: no parts are left behind; WebHDFS WRITE: the bytes go
+/// to a hidden sibling `.<name>.<random>.kvikio-partial`, renamed onto the file at close and
+/// deleted on abort, so an existing file keeps its contents; APPEND: truncated back to the
+/// file's former length). close() and abort() may run while other threads write: writes under
+/// way finish first, later ones throw RemoteModeError.
 class KVIKIO_EXPORT RemoteHandle {
  public:
   /// Opens `url` as `remote_endpoint_type` (AUTO: inferred, trying the types of `allow_list`

@@ -265,6 +265,7 @@ class RemoteFile:
         aws_session_token: Optional[str] = None,
         mode: str = "r",
         part_size: Optional[int] = None,
+        max_buffered_parts: Optional[int] = None,
         **kwargs: Any,
     ) -> RemoteFile:
         """Open an S3 object by bucket and name, signing requests (SigV4).
@@ -287,6 +288,8 @@ class RemoteFile:
             aws_session_token: A temporary credentials' token; None reads ``AWS_SESSION_TOKEN``.
             mode: ``"r"`` to read, ``"w"`` to write.
             part_size: Bytes per uploaded part when writing; None is ``max(task_size, 5 MiB)``.
+            max_buffered_parts: When writing, the most parts held in host memory at once;
+                None is ``max(8, 2 x num_threads)``.
 
         Returns:
             The opened file.
@@ -311,6 +314,7 @@ class RemoteFile:
                 aws_session_token,
                 mode,
                 part_size,
+                max_buffered_parts,
             )
         )
 
@@ -328,6 +332,7 @@ class RemoteFile:
         aws_session_token: Optional[str] = None,
         mode: str = "r",
         part_size: Optional[int] = None,
+        max_buffered_parts: Optional[int] = None,
         **kwargs: Any,
     ) -> RemoteFile:
         """Open an S3 object by URL.
@@ -345,6 +350,7 @@ class RemoteFile:
             aws_session_token: As in :meth:`open_s3`.
             mode: ``"r"`` to read, ``"w"`` to write.
             part_size: As in :meth:`open_s3`.
+            max_buffered_parts: As in :meth:`open_s3`.
 
         Returns:
             The opened file.
@@ -368,6 +374,7 @@ class RemoteFile:
                     aws_session_token,
                     mode,
                     part_size,
+                    max_buffered_parts,
                 )
             )
         if scheme == "s3":
@@ -382,6 +389,7 @@ class RemoteFile:
                     aws_session_token,
                     mode,
                     part_size,
+                    max_buffered_parts,
                 )
             )
         raise ValueError(
@@ -445,6 +453,7 @@ class RemoteFile:
         mode: str = "r",
         part_size: Optional[int] = None,
         overwrite: bool = True,
+        max_buffered_parts: Optional[int] = None,
     ) -> RemoteFile:
         """Open a file through Apache Hadoop's WebHDFS REST API.
 
@@ -457,7 +466,11 @@ class RemoteFile:
             mode: ``"r"`` to read, ``"w"`` to create (``op=CREATE``), ``"a"`` to append
                 (``op=APPEND``; offsets count from the file's former end).
             part_size: Bytes per request when writing; None uses the default part size.
-            overwrite: With ``mode="w"``, replace an existing file (else it is an error).
+            overwrite: With ``mode="w"``, replace an existing file (else ``close()`` raises
+                RemoteWriteError and the file is kept). The bytes go to a hidden sibling
+                renamed onto the file at ``close()``, so a failed write keeps the old file.
+            max_buffered_parts: When writing, the most parts held in host memory at once;
+                None is ``max(8, 2 x num_threads)``.
 
         Returns:
             The opened file.
@@ -466,7 +479,9 @@ class RemoteFile:
             ValueError: The URL is malformed or not http(s) (:class:`~kvikio.errors.RemoteURLError`).
             RemoteError: The status request failed after the retries.
         """
-        return cls(_lib.RemoteFile.open_webhdfs(url, nbytes, mode, part_size, overwrite))
+        return cls(_lib.RemoteFile.open_webhdfs(
+                url, nbytes, mode, part_size, overwrite, max_buffered_parts
+            ))
 
     @classmethod
     @_remember

@@ -57,11 +57,13 @@ class Remote {
                           nb::handle nbytes,
                           const std::string& mode,
                           nb::handle part_size,
-                          bool overwrite = true)
+                          bool overwrite                = true,
+                          nb::handle max_buffered_parts = nb::none())
   {
     if (mode == "r") {
-      if (!part_size.is_none()) {
-        throw nb::value_error("part_size is for writing (mode 'w' or 'a'), not mode 'r'");
+      if (!part_size.is_none() || !max_buffered_parts.is_none()) {
+        throw nb::value_error(
+          "part_size and max_buffered_parts are for writing (mode 'w' or 'a'), not mode 'r'");
       }
       return make(make_endpoint, nbytes);
     }
@@ -70,9 +72,10 @@ class Remote {
         ("mode must be 'r', 'w' or 'a' (WebHDFS), not " + repr_of(nb::str(mode.c_str()))).c_str());
     }
     RemoteWriteOptions options;
-    options.nbytes    = to_opt_size(nbytes, "nbytes");
-    options.part_size = to_opt_size(part_size, "part_size");
-    options.overwrite = overwrite;
+    options.nbytes             = to_opt_size(nbytes, "nbytes");
+    options.part_size          = to_opt_size(part_size, "part_size");
+    options.overwrite          = overwrite;
+    options.max_buffered_parts = to_opt_size(max_buffered_parts, "max_buffered_parts");
     std::shared_ptr<RemoteHandle> handle;
     {
       nb::gil_scoped_release release;
@@ -316,7 +319,8 @@ void bind_remote(nb::module_& m)
          OptStr endpoint_url,
          OptStr token,
          const std::string& mode,
-         nb::handle part_size) {
+         nb::handle part_size,
+         nb::handle max_buffered_parts) {
         return Remote::make_mode(
           [&] {
             return std::make_unique<S3Endpoint>(
@@ -324,7 +328,9 @@ void bind_remote(nb::module_& m)
           },
           nbytes,
           mode,
-          part_size);
+          part_size,
+          true,
+          max_buffered_parts);
       },
       "bucket_name"_a,
       "object_name"_a,
@@ -335,7 +341,8 @@ void bind_remote(nb::module_& m)
       "aws_endpoint_url"_a      = nb::none(),
       "aws_session_token"_a     = nb::none(),
       "mode"_a                  = "r",
-      "part_size"_a             = nb::none())
+      "part_size"_a             = nb::none(),
+      "max_buffered_parts"_a    = nb::none())
     .def_static(
       "open_s3_from_http_url",
       [](const std::string& url,
@@ -345,12 +352,15 @@ void bind_remote(nb::module_& m)
          OptStr secret,
          OptStr token,
          const std::string& mode,
-         nb::handle part_size) {
+         nb::handle part_size,
+         nb::handle max_buffered_parts) {
         return Remote::make_mode(
           [&] { return std::make_unique<S3Endpoint>(url, region, key, secret, token); },
           nbytes,
           mode,
-          part_size);
+          part_size,
+          true,
+          max_buffered_parts);
       },
       "url"_a,
       "nbytes"_a                = nb::none(),
@@ -359,7 +369,8 @@ void bind_remote(nb::module_& m)
       "aws_secret_access_key"_a = nb::none(),
       "aws_session_token"_a     = nb::none(),
       "mode"_a                  = "r",
-      "part_size"_a             = nb::none())
+      "part_size"_a             = nb::none(),
+      "max_buffered_parts"_a    = nb::none())
     .def_static(
       "open_s3_from_s3_url",
       [](const std::string& url,
@@ -370,7 +381,8 @@ void bind_remote(nb::module_& m)
          OptStr endpoint_url,
          OptStr token,
          const std::string& mode,
-         nb::handle part_size) {
+         nb::handle part_size,
+         nb::handle max_buffered_parts) {
         return Remote::make_mode(
           [&] {
             return std::make_unique<S3Endpoint>(
@@ -378,7 +390,9 @@ void bind_remote(nb::module_& m)
           },
           nbytes,
           mode,
-          part_size);
+          part_size,
+          true,
+          max_buffered_parts);
       },
       "url"_a,
       "nbytes"_a                = nb::none(),
@@ -388,7 +402,8 @@ void bind_remote(nb::module_& m)
       "aws_endpoint_url"_a      = nb::none(),
       "aws_session_token"_a     = nb::none(),
       "mode"_a                  = "r",
-      "part_size"_a             = nb::none())
+      "part_size"_a             = nb::none(),
+      "max_buffered_parts"_a    = nb::none())
     .def_static(
       "open_s3_public",
       [](const std::string& url, nb::handle nbytes) {
@@ -413,18 +428,21 @@ void bind_remote(nb::module_& m)
          nb::handle nbytes,
          const std::string& mode,
          nb::handle part_size,
-         bool overwrite) {
+         bool overwrite,
+         nb::handle max_buffered_parts) {
         return Remote::make_mode([&] { return std::make_unique<WebHdfsEndpoint>(url); },
                                  nbytes,
                                  mode,
                                  part_size,
-                                 overwrite);
+                                 overwrite,
+                                 max_buffered_parts);
       },
       "url"_a,
-      "nbytes"_a    = nb::none(),
-      "mode"_a      = "r",
-      "part_size"_a = nb::none(),
-      "overwrite"_a = true)
+      "nbytes"_a             = nb::none(),
+      "mode"_a               = "r",
+      "part_size"_a          = nb::none(),
+      "overwrite"_a          = true,
+      "max_buffered_parts"_a = nb::none())
     .def_static("open",
                 &Remote::open,
                 "url"_a,

@@ -182,9 +182,7 @@ void HttpEndpoint::setopt(CurlHandle& curl)
   curl.setopt(CURLOPT_URL, url_.c_str());
   // Download links often redirect (to a CDN or mirror); libcurl keeps the Range header and
   // does not forward credentials to another host.
-  curl.setopt(CURLOPT_FOLLOWLOCATION, 1L);
-  curl.setopt(CURLOPT_MAXREDIRS, 5L);
-  detail::set_redirect_protocols(curl, url_);
+  detail::follow_redirects(curl, url_);
 }
 
 std::string HttpEndpoint::str() const { return "HttpEndpoint(" + redact_url(url_) + ")"; }

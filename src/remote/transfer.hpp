@@ -1,5 +1,8 @@
 #pragma once
 // The HTTP transfer engine shared by every endpoint: one logical request, retried and resumed.
+// By concern: curl_handle.cpp (easy handles and their per-thread cache), http_retry.{hpp,cpp}
+// (attempts, the retry policy, common options), tls.cpp (CA and redirect options),
+// range_get.cpp (range reads), requests.cpp (metadata requests and requests with a body).
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -96,6 +99,7 @@ struct Response {
   std::string body;                      // the body (metadata requests only; capped)
   std::string etag;                      // a strong ETag, when the server sent one
   std::string location;                  // a redirect's target (send_request without following)
+  bool answered{true};  // false: send_request's took_effect said a failed attempt was done
 };
 
 /// What a metadata request is: HEAD, a GET of a small body, or a one-byte range GET.
@@ -119,12 +123,23 @@ struct SendRequest {
   std::vector<std::span<const char>> body;  // sent in order, read in place (no copy)
   std::vector<std::string> headers;         // extra request headers
   std::string what;                         // for messages, e.g. "PUT (UploadPart 3) of"
+  /// For a request that is not safe to repeat (a WebHDFS APPEND): asked before each re-send,
+  /// after a failed attempt that would be retried, whether that attempt was carried out anyway
+  /// (e.g. stored, then answered 500 or too late). true: the request is done (the Response has
+  /// `answered` false); false: it is sent again. It may throw (neither state: fail). Unset: the
+  /// request is repeated as it is (PUTs of whole objects and parts, S3 Complete, metadata).
+  std::function<bool()> took_effect{};
+  /// S3 answers CompleteMultipartUpload with 200 and an <Error> document when it fails after
+  /// the headers went out: such an answer is a failure, retried when its code is InternalError,
+  /// SlowDown, ServiceUnavailable or RequestTimeout.
+  bool error_in_body{false};
 };
 
 /// Sends `request` on `endpoint` (after `endpoint.setopt`), retried per kvikio::defaults
-/// (the body is sent again from its start). Redirects are not followed: a 3xx answer with a
-/// Location is returned (WebHDFS names the data node that way). Success is any 2xx or such a
-/// 3xx; the body of the answer is kept up to meta_body_cap. Throws RemoteError subclasses.
+/// (the body is sent again from its start, also when libcurl re-sends it by itself). Redirects are
+/// not followed: a 3xx answer with a Location is returned (WebHDFS names the data node that way).
+/// Success is any 2xx or such a 3xx; the body of the answer is kept up to meta_body_cap. Throws
+/// RemoteError subclasses.
 Response send_request(RemoteEndpoint& endpoint, const SendRequest& request);
 
 /// The <Code> of an S3 error document, when `body` is one (empty otherwise). Only that word
@@ -143,6 +158,10 @@ void set_ca_options(CurlHandle& curl, const CaSettings& ca);
 /// Lets redirects go to https only when `url` is https, else to http and https (never to
 /// ftp and the other protocols libcurl would follow by default).
 void set_redirect_protocols(CurlHandle& curl, const std::string& url);
+
+/// Follows up to 5 redirects from `url`, to the protocols set_redirect_protocols allows (HTTP
+/// download links, WebHDFS's OPEN through the data node).
+void follow_redirects(CurlHandle& curl, const std::string& url);
 
 /// The largest metadata body kept (GETFILESTATUS JSON, an error body, a probe's answer); a
 /// request whose body is longer is aborted.

@@ -35,6 +35,9 @@ bool is_http_url(const std::string& url) noexcept;
 /// Percent-encodes everything but RFC 3986 unreserved characters, and '/' when `keep_slash`.
 std::string percent_encode(const std::string& s, bool keep_slash);
 
+/// `s` with its %XX escapes decoded (a malformed escape is kept as it is).
+std::string percent_decode(const std::string& s);
+
 /// The value of query parameter `name` in `query` (not decoded), if present.
 std::optional<std::string> query_param(const std::string& query, const std::string& name);
 

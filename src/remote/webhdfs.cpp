@@ -183,9 +183,7 @@ void WebHdfsEndpoint::setopt(CurlHandle& curl)
 {
   curl.setopt(CURLOPT_URL, url_.c_str());
   // OPEN answers with a redirect to the data node that holds the bytes.
-  curl.setopt(CURLOPT_FOLLOWLOCATION, 1L);
-  curl.setopt(CURLOPT_MAXREDIRS, 5L);
-  detail::set_redirect_protocols(curl, url_);
+  detail::follow_redirects(curl, url_);
 }
 
 std::string WebHdfsEndpoint::str() const { return "WebHdfsEndpoint(" + redact_url(url_) + ")"; }

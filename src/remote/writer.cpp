@@ -1,7 +1,11 @@
 #include "remote/writer.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <cstring>
+#include <random>
+#include <string_view>
 #include <functional>
 #include <iostream>
 #include <stdexcept>
@@ -112,7 +116,119 @@ std::string s3_crc32_text(std::uint32_t crc)
 
 namespace {
 
+// MD5 (RFC 1321), only to recompute the ETag S3 gives a completed multipart object (the MD5 of
+// its parts' MD5s) when a retried CompleteMultipartUpload must be reconciled; not for security.
+std::array<unsigned char, 16> md5(std::span<const unsigned char> data)
+{
+  static constexpr std::uint32_t k[64] = {
+    0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613, 0xfd469501,
+    0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be, 0x6b901122, 0xfd987193, 0xa679438e, 0x49b40821,
+    0xf61e2562, 0xc040b340, 0x265e5a51, 0xe9b6c7aa, 0xd62f105d, 0x02441453, 0xd8a1e681, 0xe7d3fbc8,
+    0x21e1cde6, 0xc33707d6, 0xf4d50d87, 0x455a14ed, 0xa9e3e905, 0xfcefa3f8, 0x676f02d9, 0x8d2a4c8a,
+    0xfffa3942, 0x8771f681, 0x6d9d6122, 0xfde5380c, 0xa4beea44, 0x4bdecfa9, 0xf6bb4b60, 0xbebfbc70,
+    0x289b7ec6, 0xeaa127fa, 0xd4ef3085, 0x04881d05, 0xd9d4d039, 0xe6db99e5, 0x1fa27cf8, 0xc4ac5665,
+    0xf4292244, 0x432aff97, 0xab9423a7, 0xfc93a039, 0x655b59c3, 0x8f0ccc92, 0xffeff47d, 0x85845dd1,
+    0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391};
+  static constexpr int r[64] = {7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
+                                5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20,
+                                4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
+                                6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21};
+  std::vector<unsigned char> msg(data.begin(), data.end());
+  const std::uint64_t bits = std::uint64_t{data.size()} * 8;
+  msg.push_back(0x80);
+  while (msg.size() % 64 != 56) {
+    msg.push_back(0);
+  }
+  for (int i = 0; i < 8; ++i) {
+    msg.push_back(static_cast<unsigned char>(bits >> (8 * i)));
+  }
+  std::uint32_t h[4] = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476};
+  for (std::size_t off = 0; off < msg.size(); off += 64) {
+    std::uint32_t w[16];
+    for (int i = 0; i < 16; ++i) {
+      const auto* q = &msg[off + 4 * static_cast<std::size_t>(i)];
+      w[i]          = std::uint32_t{q[0]} | std::uint32_t{q[1]} << 8 | std::uint32_t{q[2]} << 16 |
+             std::uint32_t{q[3]} << 24;
+    }
+    std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3];
+    for (int i = 0; i < 64; ++i) {
+      std::uint32_t f = 0;
+      int g           = 0;
+      if (i < 16) {
+        f = (b & c) | (~b & d);
+        g = i;
+      } else if (i < 32) {
+        f = (d & b) | (~d & c);
+        g = (5 * i + 1) % 16;
+      } else if (i < 48) {
+        f = b ^ c ^ d;
+        g = (3 * i + 5) % 16;
+      } else {
+        f = c ^ (b | ~d);
+        g = (7 * i) % 16;
+      }
+      const std::uint32_t t = d;
+      d                     = c;
+      c                     = b;
+      const std::uint32_t x = a + f + k[i] + w[g];
+      b += (x << r[i]) | (x >> (32 - r[i]));
+      a = t;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+  }
+  std::array<unsigned char, 16> out{};
+  for (int i = 0; i < 16; ++i) {
+    out[static_cast<std::size_t>(i)] = static_cast<unsigned char>(h[i / 4] >> (8 * (i % 4)));
+  }
+  return out;
+}
+
+std::string unquoted(std::string s)
+{
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') { s = s.substr(1, s.size() - 2); }
+  return s;
+}
+
+// WebHDFS's {"boolean": false} (RENAME and DELETE report a refusal that way, with status 200).
+bool json_boolean_false(const std::string& body)
+{
+  auto at = body.find("\"boolean\"");
+  if (at == std::string::npos) { return false; }
+  at = body.find_first_not_of(" \t\r\n:", at + 9);
+  return at != std::string::npos && body.compare(at, 5, "false") == 0;
+}
+
 }  // namespace
+
+std::string s3_multipart_etag(const std::vector<std::string>& part_etags)
+{
+  std::vector<unsigned char> digests;
+  for (const auto& e : part_etags) {
+    const auto hex = unquoted(e);
+    if (hex.size() != 32) { return {}; }
+    for (std::size_t i = 0; i < 32; i += 2) {
+      unsigned v = 0;
+      for (std::size_t j = i; j < i + 2; ++j) {
+        const char c = hex[j];
+        v            = v * 16 + static_cast<unsigned>(std::isdigit(static_cast<unsigned char>(c))
+                                                        ? c - '0'
+                                                        : (std::tolower(c) - 'a' + 10));
+        if (!std::isxdigit(static_cast<unsigned char>(c))) { return {}; }
+      }
+      digests.push_back(static_cast<unsigned char>(v));
+    }
+  }
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (auto byte : md5(digests)) {
+    out += digits[byte >> 4];
+    out += digits[byte & 0xFU];
+  }
+  return out + "-" + std::to_string(part_etags.size());
+}
 
 // ----------------------------------------------------------------------------- IntervalSet
 
@@ -199,6 +315,35 @@ RemoteWriter::RemoteWriter(std::shared_ptr<RemoteEndpoint> endpoint,
   eager_ = kind_ == Kind::WEBHDFS ||
            (kind_ == Kind::S3_MULTIPART && !(declared_ && *declared_ <= part_size_));
   if (kind_ == Kind::WEBHDFS && append_) { base_length_ = endpoint_->get_file_size(); }
+  if (kind_ == Kind::WEBHDFS && !append_) { make_hidden_sibling(); }
+}
+
+void RemoteWriter::make_hidden_sibling()
+{
+  // Commit or nothing on WebHDFS: the bytes go to a hidden file next to the target, which
+  // close() renames onto it (HDFS renames are atomic); an abort deletes only that file. The
+  // endpoint URL keeps its user.name, doas, delegation and other parameters.
+  const std::string url = endpoint_->url();
+  const auto query      = url.find('?');
+  const auto slash      = url.rfind('/', query);
+  const std::string name =
+    url.substr(slash + 1, query == std::string::npos ? query : query - slash - 1);
+  std::random_device rd;
+  std::string tag;
+  for (int i = 0; i < 4; ++i) {
+    static constexpr char digits[] = "0123456789abcdef";
+    for (auto v = rd(), j = 0U; j < 4; ++j, v >>= 4) {
+      tag += digits[v & 0xFU];
+    }
+  }
+  const std::string temp_url = url.substr(0, slash + 1) + "." + name + "." + tag +
+                               ".kvikio-partial" +
+                               (query == std::string::npos ? "" : url.substr(query));
+  temp_ = std::make_shared<WebHdfsEndpoint>(temp_url);
+  // RENAME's destination is the file's path in HDFS (after /webhdfs/v1), as a query value.
+  const auto parts  = split_url(url);
+  const auto prefix = std::string_view("/webhdfs/v1");
+  target_path_      = percent_decode(parts->path.substr(prefix.size()));
 }
 
 RemoteWriter::~RemoteWriter() { abort(); }
@@ -270,11 +415,17 @@ RemoteWriter::Part& RemoteWriter::acquire(std::unique_lock<std::mutex>& lock, st
                              0);
     }
     ++it->second.copiers;
+    ++copying_;
     return it->second;
   }
   if (kind_ != Kind::S3_SINGLE_PUT) {
-    // Back-pressure: wait for an upload under way to give its buffer back.
-    cv_.wait(lock, [&] { return buffered_ < max_buffered_ || in_flight_ == 0 || error_; });
+    // Back-pressure: wait for an upload under way to give its buffer back, or for a copy under
+    // way in another thread (which may complete a part, and so start an upload). Only when
+    // neither can free a buffer is the bound an error.
+    cv_.wait(lock, [&] {
+      return buffered_ < max_buffered_ || (in_flight_ == 0 && copying_ == 0) || error_ || finished_;
+    });
+    if (finished_) { throw_mode("write to"); }
     throw_if_failed();
     if (buffered_ >= max_buffered_) {
       throw RemoteWriteError(
@@ -290,6 +441,7 @@ RemoteWriter::Part& RemoteWriter::acquire(std::unique_lock<std::mutex>& lock, st
   p.len     = part_len(index);
   p.buf     = std::make_unique_for_overwrite<char[]>(p.len);
   p.copiers = 1;
+  ++copying_;
   ++buffered_;
   return p;
 }
@@ -298,9 +450,24 @@ void RemoteWriter::pwrite(const void* buf, std::size_t size, std::size_t file_of
 {
   {
     std::lock_guard lock(mutex_);
-    if (finished_) { throw_mode("write to"); }
+    if (finished_ || closing_) { throw_mode("write to"); }
     throw_if_failed();
+    ++writers_;
   }
+  // close() and abort() wait for every write under way before they free the parts it copies
+  // into (a write in another thread than close is allowed, e.g. Python's `with` left by an
+  // exception while worker threads still write).
+  struct Leave {
+    RemoteWriter& w;
+    explicit Leave(RemoteWriter& writer) : w(writer) {}
+    Leave(const Leave&)            = delete;
+    Leave& operator=(const Leave&) = delete;
+    ~Leave()
+    {
+      std::lock_guard lock(w.mutex_);
+      if (--w.writers_ == 0) { w.cv_.notify_all(); }
+    }
+  } leave(*this);
   if (size == 0) { return; }
   if (buf == nullptr) {
     throw std::invalid_argument("RemoteHandle::write: null buffer for " + std::to_string(size) +
@@ -312,6 +479,15 @@ void RemoteWriter::pwrite(const void* buf, std::size_t size, std::size_t file_of
                                     std::to_string(file_offset) + " to " + shown_ +
                                     " ends past the declared size (" +
                                     std::to_string(declared_.value_or(0)) + " bytes)",
+                                  shown_,
+                                  0);
+  }
+  if (kind_ == Kind::S3_SINGLE_PUT && end > s3_max_part) {
+    throw RemoteWritePastEndError("kvikio: write of " + std::to_string(size) + " bytes at offset " +
+                                    std::to_string(file_offset) + " to " + shown_ +
+                                    " ends past S3's 5 GiB limit of a single PUT (" +
+                                    std::to_string(s3_max_part) +
+                                    " bytes), which a presigned PUT URL is",
                                   shown_,
                                   0);
   }
@@ -338,6 +514,8 @@ void RemoteWriter::pwrite(const void* buf, std::size_t size, std::size_t file_of
       std::memcpy(dst, src, k);  // outside the lock: parts fill in parallel
       lock.lock();
       --part.copiers;
+      --copying_;
+      cv_.notify_all();  // a writer held back by max_buffered_parts re-checks
       part.covered.add(in, in + k);
       extent_ = std::max(extent_, at + k);
       if (eager_ && part.copiers == 0 && part.covered.covered() == part.len &&
@@ -481,7 +659,9 @@ std::string RemoteWriter::upload_part(std::size_t index,
                  "partNumber=" + number + "&uploadId=" + percent_encode(upload_id_, false)),
       {data},
       {"x-amz-checksum-crc32: " + checksum},
-      "PUT (UploadPart " + number + ", " + std::to_string(data.size()) + " bytes) of"});
+      "PUT (UploadPart " + number + ", " + std::to_string(data.size()) + " bytes) of",
+      {},
+      /*error_in_body=*/true});
   if (r.etag.empty()) {
     throw RemoteWriteError("kvikio: UploadPart " + number + " of " + shown_ + " (HTTP status " +
                              std::to_string(r.status) + ") gave no ETag",
@@ -493,12 +673,12 @@ std::string RemoteWriter::upload_part(std::size_t index,
 
 void RemoteWriter::webhdfs_send(std::span<const char> data)
 {
-  auto& ep                 = static_cast<WebHdfsEndpoint&>(*endpoint_);
-  const bool create        = !append_ && !created_;
+  // Mode "w" writes the hidden sibling (created with overwrite: it is ours, so a repeated
+  // CREATE is harmless); mode "a" appends to the file itself.
+  auto& ep                 = temp_ ? *temp_ : static_cast<WebHdfsEndpoint&>(*endpoint_);
+  const bool create        = temp_ && !created_;
   const std::string method = create ? "PUT" : "POST";
-  const std::string op     = create
-                               ? std::string("op=CREATE&overwrite=") + (overwrite_ ? "true" : "false")
-                               : std::string("op=APPEND");
+  const std::string op     = create ? std::string("op=CREATE&overwrite=true") : "op=APPEND";
   const std::string name   = create ? "CREATE" : "APPEND";
   // The name node answers an empty request with a redirect to the data node that takes the
   // bytes (Hadoop's two-step protocol: the body is sent once, to the data node).
@@ -519,14 +699,70 @@ void RemoteWriter::webhdfs_send(std::span<const char> data)
                            shown_,
                            r.status);
   }
-  send_request(ep,
-               SendRequest{method,
-                           r.location,
-                           {data},
-                           {},
-                           method + " (" + name + ", " + std::to_string(data.size()) +
-                             " bytes, to the data node) of"});
+  SendRequest send{
+    method,
+    r.location,
+    {data},
+    {},
+    method + " (" + name + ", " + std::to_string(data.size()) + " bytes, to the data node) of"};
+  if (!create) {
+    // An APPEND is not safe to repeat: one that was stored but answered 500 (or too late, or
+    // not at all) would land twice. Before a re-send, the file's length says which it was.
+    const std::size_t start = (temp_ ? 0 : base_length_) + sent_;
+    const std::size_t end   = start + data.size();
+    send.took_effect        = [this, &ep, start, end] {
+      const std::size_t now = ep.get_file_size();
+      if (now == end) { return true; }
+      if (now == start) { return false; }
+      throw RemoteWriteError("kvikio: APPEND of " + std::to_string(end - start) + " bytes to " +
+                               shown_ + " failed, and the file is now " + std::to_string(now) +
+                               " bytes long: neither the " + std::to_string(start) +
+                               " bytes before the append nor the " + std::to_string(end) +
+                               " after it (another writer?); not sent again",
+                             shown_,
+                             0);
+    };
+  }
+  attempted_ = true;  // from here on, undo() cleans up (the bytes may have reached the file)
+  send_request(ep, send);
   created_ = true;
+  sent_ += data.size();
+}
+
+void RemoteWriter::webhdfs_rename(std::size_t total)
+{
+  auto& t              = *temp_;
+  const std::string op = "op=RENAME&destination=" + percent_encode(target_path_, true) +
+                         (overwrite_ ? "&renameoptions=OVERWRITE" : "");
+  SendRequest rename{"PUT", t.op_url(op), {}, {}, "PUT (RENAME onto " + shown_ + ") of"};
+  // A RENAME whose answer was lost: done when the hidden file is gone and the target has
+  // the bytes written.
+  rename.took_effect = [&] {
+    try {
+      (void)t.get_file_size();
+      return false;
+    } catch (const RemoteHttpError& e) {
+      if (e.http_status() != 404) { throw; }
+    }
+    return endpoint_->get_file_size() == total;
+  };
+  Response r;
+  try {
+    r = send_request(t, rename);
+  } catch (const RemoteHttpError& e) {
+    // libcurl re-sends an empty request by itself when a reused connection dies unanswered:
+    // the repeat of a RENAME that was carried out finds no source (404).
+    if (e.http_status() != 404 || !rename.took_effect()) { throw; }
+    return;
+  }
+  if (r.answered && json_boolean_false(r.body)) {
+    throw RemoteWriteError(
+      "kvikio: close of " + shown_ + ": the name node refused to rename the written file onto it" +
+        (overwrite_ ? std::string() : std::string(" (it exists, and overwrite is false)")) +
+        "; nothing was replaced",
+      shown_,
+      r.status);
+  }
 }
 
 void RemoteWriter::commit(std::size_t total)
@@ -542,14 +778,15 @@ void RemoteWriter::commit(std::size_t total)
       for (std::size_t k = 0; k < nparts; ++k) {
         body.push_back(body_of(k));
       }
-      send_request(*endpoint_, SendRequest{"PUT", {}, std::move(body), {}, "PUT of"});
+      send_request(*endpoint_, SendRequest{"PUT", {}, std::move(body), {}, "PUT of", {}, true});
       return;
     }
     case Kind::S3_MULTIPART: {
       if (upload_id_.empty() && total <= part_size_) {
         std::vector<std::span<const char>> body;
         if (total > 0) { body.push_back(body_of(0)); }
-        send_request(*endpoint_, SendRequest{"PUT", {}, std::move(body), {}, "PUT (PutObject) of"});
+        send_request(*endpoint_,
+                     SendRequest{"PUT", {}, std::move(body), {}, "PUT (PutObject) of", {}, true});
         return;
       }
       ensure_multipart();
@@ -565,21 +802,24 @@ void RemoteWriter::commit(std::size_t total)
                "</ETag><ChecksumCRC32>" + p.checksum + "</ChecksumCRC32></Part>";
       }
       xml += "</CompleteMultipartUpload>";
-      auto r = send_request(
-        *endpoint_,
-        SendRequest{"POST",
-                    with_query(endpoint_->url(), "uploadId=" + percent_encode(upload_id_, false)),
-                    {std::span<const char>(xml.data(), xml.size())},
-                    {},
-                    "POST (CompleteMultipartUpload) of"});
-      // S3 may answer 200 and report the failure in the body.
-      if (r.body.find("<Error>") != std::string::npos) {
-        auto code = s3_error_code(r.body);
-        throw RemoteHttpError("kvikio: POST (CompleteMultipartUpload) of " + shown_ +
-                                " failed: HTTP status " + std::to_string(r.status) + " (" + code +
-                                " in the body)",
-                              shown_,
-                              r.status);
+      SendRequest complete{
+        "POST",
+        with_query(endpoint_->url(), "uploadId=" + percent_encode(upload_id_, false)),
+        {std::span<const char>(xml.data(), xml.size())},
+        {},
+        "POST (CompleteMultipartUpload) of"};
+      complete.error_in_body = true;  // S3 may answer 200 and report the failure in the body
+      try {
+        send_request(*endpoint_, complete);
+      } catch (const RemoteHttpError& e) {
+        // A Complete that committed but whose answer was lost is answered 404 NoSuchUpload
+        // when sent again (MinIO, moto; AWS answers 200). The object is ours when its size
+        // and multipart ETag (the MD5 of the parts' MD5s) are those of the parts sent.
+        if (e.http_status() != 404 || !committed_as(total, nparts)) { throw; }
+        KVIKIO_LOG(warn,
+                   "CompleteMultipartUpload of " + shown_ +
+                     " answered 404 after a retry; the object is there with the parts' size "
+                     "and ETag, so the upload was completed");
       }
       upload_id_.clear();  // completed: nothing to abort any more
       return;
@@ -589,10 +829,29 @@ void RemoteWriter::commit(std::size_t total)
         webhdfs_send(body_of(k));
         parts_.at(k).state = Part::State::sent;
       }
-      if (!created_ && !append_) { webhdfs_send({}); }  // an empty file
-      created_ = false;                                 // committed: nothing to undo any more
+      if (temp_) {
+        if (!created_) { webhdfs_send({}); }  // an empty file
+        webhdfs_rename(total);
+      }
+      attempted_ = false;  // committed: nothing to undo any more
       return;
     }
+  }
+}
+
+bool RemoteWriter::committed_as(std::size_t total, std::size_t nparts)
+{
+  std::vector<std::string> etags;
+  for (std::size_t k = 0; k < nparts; ++k) {
+    etags.push_back(parts_.at(k).etag);
+  }
+  const auto expected = s3_multipart_etag(etags);
+  if (expected.empty()) { return false; }
+  try {
+    auto r = fetch_meta(*endpoint_, MetaKind::head);
+    return r.content_length == static_cast<long long>(total) && unquoted(r.etag) == expected;
+  } catch (const RemoteError&) {
+    return false;
   }
 }
 
@@ -610,21 +869,27 @@ void RemoteWriter::undo() noexcept
                     {},
                     "DELETE (AbortMultipartUpload) of"});
       upload_id_.clear();
-    } else if (kind_ == Kind::WEBHDFS && created_) {
-      auto& ep = static_cast<WebHdfsEndpoint&>(*endpoint_);
-      if (append_) {
+    } else if (kind_ == Kind::WEBHDFS && attempted_) {
+      // Also after a failed first request: its bytes may have reached the file. Truncating an
+      // append would also cut bytes another client appended meanwhile (HDFS's lease makes
+      // that unlikely: one writer per file).
+      if (temp_) {
+        send_request(*temp_,
+                     SendRequest{"DELETE",
+                                 temp_->op_url("op=DELETE"),
+                                 {},
+                                 {},
+                                 "DELETE (of the unfinished hidden file) of"});
+      } else {
+        auto& ep = static_cast<WebHdfsEndpoint&>(*endpoint_);
         send_request(ep,
                      SendRequest{"POST",
                                  ep.op_url("op=TRUNCATE&newlength=" + std::to_string(base_length_)),
                                  {},
                                  {},
                                  "POST (TRUNCATE, undoing an append) of"});
-      } else {
-        send_request(
-          ep,
-          SendRequest{"DELETE", ep.op_url("op=DELETE"), {}, {}, "DELETE (undoing a CREATE) of"});
       }
-      created_ = false;
+      attempted_ = false;
     }
   } catch (const std::exception& e) {
     KVIKIO_LOG(error, "aborting the write of " + std::string(shown_) + " failed: " + e.what());
@@ -633,12 +898,16 @@ void RemoteWriter::undo() noexcept
 
 void RemoteWriter::abort() noexcept
 {
+  std::lock_guard finishing(finish_mutex_);  // after a close() under way in another thread
   {
     std::unique_lock lock(mutex_);
     if (finished_) { return; }
     finished_ = true;
-    // Parts under way finish first, so none lands after the abort (S3 would keep it).
-    cv_.wait(lock, [&] { return in_flight_ == 0; });
+    closing_  = true;
+    cv_.notify_all();  // writers waiting for room give up
+    // Parts under way finish first, so none lands after the abort (S3 would keep it), and
+    // writes under way leave the part buffers (their next piece throws RemoteModeError).
+    cv_.wait(lock, [&] { return in_flight_ == 0 && writers_ == 0; });
   }
   undo();
   std::lock_guard lock(mutex_);
@@ -648,9 +917,13 @@ void RemoteWriter::abort() noexcept
 
 void RemoteWriter::close()
 {
+  std::lock_guard finishing(finish_mutex_);
   std::unique_lock lock(mutex_);
   if (finished_) { return; }
-  cv_.wait(lock, [&] { return in_flight_ == 0; });
+  // Writes that started before close() finish (their bytes are part of the object); later
+  // ones throw RemoteModeError.
+  closing_ = true;
+  cv_.wait(lock, [&] { return in_flight_ == 0 && writers_ == 0; });
   finished_    = true;
   auto give_up = [&](std::exception_ptr e) {
     lock.unlock();

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <kvikio/hdfs.hpp>
 #include <kvikio/remote_handle.hpp>
 
 namespace kvikio::detail {
@@ -23,6 +24,10 @@ namespace kvikio::detail {
 std::uint32_t crc32(std::span<const char> data) noexcept;
 /// `crc` as S3's checksum headers and XML carry it: its big-endian bytes in base64.
 std::string s3_crc32_text(std::uint32_t crc);
+/// The ETag S3 gives the object that a multipart upload of parts with these (quoted or bare,
+/// hex MD5) ETags completes to: the hex MD5 of their binary MD5s, "-", the part count. Empty
+/// when a part's ETag is not an MD5 (e.g. SSE-KMS).
+std::string s3_multipart_etag(const std::vector<std::string>& part_etags);
 
 /// Covered byte ranges [start, end) of one part, merged on insert.
 class IntervalSet {
@@ -55,9 +60,12 @@ class RemoteWriter : public std::enable_shared_from_this<RemoteWriter> {
   /// Copies [buf, buf + size) (host or device memory) into the parts at `file_offset`; complete
   /// parts are queued. Thread safe.
   void pwrite(const void* buf, std::size_t size, std::size_t file_offset);
-  /// Commits; on failure aborts and rethrows. Not concurrent with pwrite.
+  /// Commits; on failure aborts and rethrows. Writes under way in other threads finish first
+  /// (and are committed); later writes throw RemoteModeError. A second call does nothing.
   void close();
-  /// Waits for parts under way, then undoes what was sent. Never throws.
+  /// Waits for parts under way and for writes under way in other threads (which stop at their
+  /// next part with RemoteModeError), then undoes what was sent. Never throws; after a
+  /// close() it does nothing (waiting for a close() under way first).
   void abort() noexcept;
   /// The declared size, else the end of the furthest write.
   [[nodiscard]] std::size_t extent() const;
@@ -93,6 +101,10 @@ class RemoteWriter : public std::enable_shared_from_this<RemoteWriter> {
   // Sends part `index` with its CRC32 (set into `checksum`); returns its ETag.
   std::string upload_part(std::size_t index, std::span<const char> data, std::string& checksum);
   void webhdfs_send(std::span<const char> data);
+  void make_hidden_sibling();
+  void webhdfs_rename(std::size_t total);
+  // Whether the object now at the URL is the one parts_[0, nparts) make (S3 multipart).
+  bool committed_as(std::size_t total, std::size_t nparts);
   void commit(std::size_t total);
   void undo() noexcept;
 
@@ -115,10 +127,18 @@ class RemoteWriter : public std::enable_shared_from_this<RemoteWriter> {
   std::size_t extent_{0};
   std::size_t sequential_{0};
   std::exception_ptr error_;
-  bool finished_{false};  // closed or aborted
+  bool finished_{false};     // closed or aborted
+  bool closing_{false};      // close() or abort() began: new writes are refused
+  std::size_t writers_{0};   // pwrite calls under way
+  std::size_t copying_{0};   // copies into part buffers under way (the sum of Part::copiers)
+  std::mutex finish_mutex_;  // held by close() and abort() throughout
   bool draining_{false};
   std::size_t next_send_{0};  // WebHDFS: the next part in file order
-  bool created_{false};       // WebHDFS: the file was created (or appended to) by us
+  bool created_{false};       // WebHDFS: the hidden file was created
+  bool attempted_{false};     // WebHDFS: a data-node request was made (undo() cleans up)
+  std::size_t sent_{0};       // WebHDFS: bytes stored by the data-node requests so far
+  std::shared_ptr<WebHdfsEndpoint> temp_;  // WebHDFS "w": the hidden sibling written to
+  std::string target_path_;                // WebHDFS "w": the target's HDFS path (decoded)
 
   std::mutex create_mutex_;
   std::string upload_id_;  // S3 multipart, once created

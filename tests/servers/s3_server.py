@@ -14,6 +14,7 @@ Starts moto.server.ThreadedMotoServer on 127.0.0.1 (port 0: any free port) and p
                                       signature checks on every request
   {"cmd": "public", "bucket": B, "key": K}   make B/K anonymously readable (public-read ACL)
   {"cmd": "presign", ..., "method": "put_object"}   a presigned PUT URL instead
+  {"cmd": "presign", ..., "endpoint_url": U}   signed for U (a proxy in front of this server)
   {"cmd": "uploads", "bucket": B}   the number of open multipart uploads ({"count": n})
   {"cmd": "exists", "bucket": B, "key": K}   whether B/K exists ({"exists": true|false})
   {"cmd": "fail", "query": Q, "status": S, "count": N}   fault injection: the next N requests
@@ -110,7 +111,12 @@ def main():
                 client("s3", state["creds"]).upload_file(c["path"], c["bucket"], c["key"])
                 reply = {"ok": True}
             elif cmd == "presign":
-                url = client("s3", state["creds"]).generate_presigned_url(
+                # "endpoint_url": sign for another address (a proxy in front of this server).
+                signer = client("s3", state["creds"]) if "endpoint_url" not in c else boto3.client(
+                    "s3", endpoint_url=c["endpoint_url"], region_name="us-east-1",
+                    aws_access_key_id=state["creds"][0], aws_secret_access_key=state["creds"][1],
+                    config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+                url = signer.generate_presigned_url(
                     c.get("method", "get_object"), Params={"Bucket": c["bucket"], "Key": c["key"]},
                     ExpiresIn=int(c.get("expires", 3600)))
                 reply = {"url": url}

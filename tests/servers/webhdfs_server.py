@@ -13,8 +13,8 @@ Writes, as Hadoop does them: op=CREATE[&overwrite=true|false] (PUT) and op=APPEN
 the name node answer 307 with a Location on the data node under /datanode/webhdfs/v1/... (a
 second port and path); the data node takes the bytes (CREATE 201, APPEND 200). A CREATE
 without overwrite of an existing file is 403 FileAlreadyExistsException; an APPEND to a
-missing file 404. op=DELETE (DELETE) and op=TRUNCATE&newlength=N (POST) are answered by the
-name node. A request body sent to the name node is refused (400): the client must send it to
+missing file 404. op=DELETE (DELETE), op=TRUNCATE&newlength=N (POST) and
+op=RENAME&destination=/path[&renameoptions=OVERWRITE] (PUT) are answered by the name node. A request body sent to the name node is refused (400): the client must send it to
 the data node only.
 
 Prints "PORT <namenode port>" once listening; exits when stdin closes.
@@ -97,6 +97,25 @@ def make_handler(root, require_user, datanode_port_ref, is_datanode, require_par
                     return self._error(404, "FileNotFoundException", f"File does not exist: {path}")
                 with open(fs_path, "r+b") as f:
                     f.truncate(int(q["newlength"]))
+                return self._reply(200, json.dumps({"boolean": True}).encode())
+            if method == "PUT" and op == "RENAME" and not is_datanode:
+                # As Hadoop: without renameoptions, {"boolean": false} when the destination
+                # exists (or the source does not); with renameoptions=OVERWRITE (rename2) an
+                # existing destination file is replaced, and the answer has no body.
+                dest = q.get("destination", "")
+                if not dest.startswith("/"):
+                    return self._error(400, "IllegalArgumentException", f"bad destination {dest!r}")
+                dest_fs = os.path.join(root, dest.lstrip("/"))
+                overwrite = "OVERWRITE" in q.get("renameoptions", "").upper().split(",")
+                if not os.path.isfile(fs_path):
+                    if overwrite:
+                        return self._error(404, "FileNotFoundException", f"File does not exist: {path}")
+                    return self._reply(200, json.dumps({"boolean": False}).encode())
+                if os.path.exists(dest_fs) and not overwrite:
+                    return self._reply(200, json.dumps({"boolean": False}).encode())
+                os.replace(fs_path, dest_fs)
+                if overwrite:
+                    return self._reply(200, b"")
                 return self._reply(200, json.dumps({"boolean": True}).encode())
             if (method, op) not in (("PUT", "CREATE"), ("POST", "APPEND")):
                 return self._error(400, "IllegalArgumentException", f"bad op {op!r} for {method}")
