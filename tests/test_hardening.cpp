@@ -337,6 +337,33 @@ TEST(Hardening, CloseRightAfterGetClosesTheDescriptorsThen)
   EXPECT_EQ(read_file(path), data);
 }
 
+// The same rule for BatchHandle's POSIX fallback (issue 28): an operation lets its file go
+// before it reports COMPLETE, so that close() right after status() closes the descriptors.
+TEST(Hardening, BatchHandleCloseRightAfterCompleteClosesTheDescriptorsThen)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  kvikio::defaults::set_num_threads(4);
+  const auto path = dir.file("batch_closed.bin");
+  const auto data = kvikio::test::random_bytes(8192 + 5, 23);
+  for (int round = 0; round < 300; ++round) {
+    FileHandle f(path, "w", FileHandle::m644, kvikio::CompatMode::ON);
+    kvikio::BatchHandle batch(2);
+    batch.submit(
+      {{f, const_cast<char*>(data.data()), 0, 0, 4096, CUFILE_WRITE},
+       {f, const_cast<char*>(data.data()) + 4096, 4096, 0, data.size() - 4096, CUFILE_WRITE}});
+    auto events = batch.status_details(2, 2);
+    ASSERT_EQ(events.size(), 2U);
+    for (const auto& ev : events) {
+      ASSERT_EQ(ev.status, CUFILE_COMPLETE) << ev.error;
+    }
+    f.close();
+    ASSERT_EQ(kvikio::test::descriptors_of(path), 0U)
+      << "round " << round << ": close() after COMPLETE left the file open";
+  }
+  EXPECT_EQ(read_file(path), data);
+}
+
 // Audit #17: lifetimes and error details.
 namespace {
 /// Occupies the only thread of the pool until released, so that work queued meanwhile is

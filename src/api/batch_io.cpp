@@ -30,7 +30,7 @@
 
 #include "api/open_handle.hpp"
 #include "core/open_file.hpp"
-#include "core/parallel_io.hpp"
+#include "core/job_group.hpp"
 #include "core/posix_io.hpp"
 #include "core/uring_io.hpp"
 #include "device/device_batch.hpp"
@@ -50,7 +50,6 @@ std::size_t batch_move_piece(Direction direction,
 namespace {
 
 using detail::Direction;
-constexpr std::size_t no_index = std::numeric_limits<std::size_t>::max();
 
 /// Runs `check`, prefixing the message of what it throws with the request's index (built
 /// only then: a batch may hold many thousands of requests).
@@ -68,26 +67,6 @@ void with_index(std::size_t i, F&& check)
     throw std::invalid_argument(where() + e.what());
   }
 }
-
-/// The lowest-numbered failure among requests that run (or are checked) in parallel.
-class FirstError {
- public:
-  void record(std::size_t index, std::exception_ptr e)
-  {
-    std::lock_guard lock(mutex_);
-    if (index < index_) {
-      index_ = index;
-      error_ = std::move(e);
-    }
-  }
-  /// Read once every thread that may record is done.
-  [[nodiscard]] const std::exception_ptr& get() const noexcept { return error_; }
-
- private:
-  std::mutex mutex_;
-  std::size_t index_{no_index};
-  std::exception_ptr error_;
-};
 
 /// A request that is not one plain host piece: device memory, or larger than task_size.
 struct Item {
@@ -183,7 +162,6 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   std::vector<std::size_t> block_host;  // the host entries with bytes, per block
   std::atomic<std::size_t> next_block{0};
   std::atomic<std::size_t> finished_blocks{0};
-  FirstError check_error;
   std::atomic<Phase> phase{Phase::checking};
 
   std::mutex files_mutex;
@@ -206,10 +184,10 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   std::size_t jobs{0};                    // queued on the pool so far
   std::atomic<std::size_t> next_host{0};  // the slice cursor over host, then extra
   std::atomic<std::size_t> next_item{0};
-  std::atomic<std::size_t> remaining_jobs{0};
-  std::atomic<std::size_t> bytes{0};
-  FirstError error;
-  std::promise<std::size_t> promise;
+  // The checks' errors and the IO's (the IO runs only after checks that passed), the bytes,
+  // and the jobs. Its pending share of 1 is the checks', ended with them (end_checks). The
+  // files are let go before the future is ready (JobGroup says why).
+  detail::JobGroup io{1, [this] { handles.clear(); }};
 
   [[nodiscard]] FileIORequest request(std::size_t i) const
   {
@@ -261,17 +239,15 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     if (count >= parallel_from) { launch(std::min(threads, std::max<std::size_t>(1, cores - 1))); }
   }
 
-  /// Queues `n` more jobs (all or none).
+  /// Queues `n` more jobs (all or none), while the checks' share is pending.
   void launch(std::size_t n)
   {
-    // Counted before they are queued: a queued job may end the checks, and read both, before
-    // this call returns.
-    remaining_jobs += n;
+    // Counted before they are queued: a queued job may end the checks, and read the count,
+    // before this call returns.
     jobs += n;
     try {
-      defaults::thread_pool().detach_copies(n, [self = shared_from_this()] { self->job(); });
+      io.queue_copies(defaults::thread_pool(), n, [self = shared_from_this()] { self->job(); });
     } catch (...) {
-      remaining_jobs -= n;
       jobs -= n;
       throw;
     }
@@ -282,7 +258,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   {
     check_blocks();
     if (await_checks()) { run_io(); }
-    if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
+    io.done();
   }
 
   /// The checks of the caller and of the jobs: every request checked and sorted into the host
@@ -297,7 +273,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
         try {
           with_index(i, [&] { check(b, i, cache); });
         } catch (...) {
-          check_error.record(i, std::current_exception());
+          io.record(i, std::current_exception());
           break;
         }
       }
@@ -329,20 +305,20 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   {
     requests      = nullptr;  // the caller's vectors are not read after the checks
     file_requests = nullptr;
-    Phase outcome = check_error.get() ? Phase::failed : Phase::ready;
+    // Every block's records happened before its finished_blocks increment.
+    Phase outcome = io.first_error() ? Phase::failed : Phase::ready;
     if (outcome == Phase::ready) {
       try {
         prepare_io();
-        if (jobs == 0) {
-          finish();  // nothing to move: ready with 0
-        }
       } catch (...) {
-        check_error.record(count, std::current_exception());
+        io.record(count, std::current_exception());
         outcome = Phase::failed;
       }
     }
     phase.store(outcome, std::memory_order_release);
     phase.notify_all();
+    // After failed checks nobody holds the future: the caller raises the error.
+    io.done();  // the checks' share: with no job queued, the batch is done (0 bytes)
   }
 
   void prepare_io()
@@ -522,7 +498,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
                                          transfer.direct_io,
                                          transfer.thread_fds);
         } catch (...) {
-          error.record(index_of(first + k), std::current_exception());
+          io.record(index_of(first + k), std::current_exception());
         }
       }
     }
@@ -530,7 +506,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     for (std::size_t k = 0; k < n; ++k) {
       moved += share[k].done;
       if (share[k].error != 0) {
-        error.record(index_of(first + k), request_error(direction, share[k]));
+        io.record(index_of(first + k), request_error(direction, share[k]));
       }
     }
     return moved;
@@ -547,7 +523,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     }
     std::vector<detail::DeviceBatchPiece> staged;
     const detail::DeviceBatchFail report = [this](std::size_t i, std::exception_ptr e) {
-      error.record(i, std::move(e));
+      io.record(i, std::move(e));
     };
     for (std::size_t g = next_item++; g < pool_groups.size(); g = next_item++) {
       const auto& group = pool_groups[g];
@@ -577,10 +553,10 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
                                           piece.size,
                                           it.offset + piece.buf_offset);
       } catch (...) {
-        error.record(it.index, std::current_exception());
+        io.record(it.index, std::current_exception());
       }
     }
-    bytes += moved;
+    io.add_bytes(moved);
   }
   /// Splits pool_pieces into pool_groups. Small pieces of files without cuFile (the POSIX
   /// path move_piece takes) are staged in groups of one context, sized to give each of the
@@ -619,20 +595,6 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       i = end;
     }
   }
-  /// Once every job is done (or none was needed): the bytes moved, or the lowest-numbered
-  /// request's error. After failed checks nobody holds the future: the caller raised.
-  void finish()
-  {
-    // The files are let go before the future is ready: the jobs may hold this state a moment
-    // longer, and a caller that closes a file right after get() must find its FileHandle the
-    // only owner, so that close() closes the descriptors then (and reports their errors).
-    handles.clear();
-    if (const auto& e = error.get() ? error.get() : check_error.get()) {
-      promise.set_exception(e);
-    } else {
-      promise.set_value(bytes.load());
-    }
-  }
 };
 
 /// Checks every request (the caller's vectors are read only then), on the calling thread and,
@@ -651,10 +613,10 @@ std::future<std::size_t> run_batch(std::shared_ptr<BatchState> state)
   st.task_size = std::max<std::size_t>(defaults::task_size(), 4096);
   st.threads   = std::max<std::size_t>(1, defaults::thread_pool().get_thread_count());
   if (st.count == 0) { return detail::ready_future(0); }
-  auto future = st.promise.get_future();
+  auto future = st.io.future();
   st.start();
   st.check_blocks();
-  if (!st.await_checks()) { std::rethrow_exception(st.check_error.get()); }
+  if (!st.await_checks()) { std::rethrow_exception(st.io.first_error()); }
   return future;
 }
 

@@ -11,6 +11,7 @@
 #include <kvikio/nvtx.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "core/job_group.hpp"
 #include "core/parallel_io.hpp"
 #include "device/pointer.hpp"
 #include "device/staging.hpp"
@@ -458,31 +459,15 @@ struct RangesState {
   std::shared_ptr<RemoteEndpoint> endpoint;
   std::vector<Group> groups;
   std::vector<std::size_t> on_pool;  // the groups the pool runs
-  std::size_t total{0};              // bytes of every request
   std::atomic<std::size_t> next{0};  // the next of on_pool to take
-  std::atomic<std::size_t> remaining{0};
-  std::mutex error_mutex;
-  std::size_t error_index{std::numeric_limits<std::size_t>::max()};
-  std::exception_ptr error;
-  std::promise<std::size_t> promise;
+  // One pending completion per group, plus the caller's share while it queues them; the
+  // bytes are those of every request (a range read moves all of its bytes or fails).
+  detail::JobGroup group{1, [this] { endpoint.reset(); }};
 
   void done(const Group& g, std::exception_ptr e) noexcept
   {
-    if (e) {
-      std::lock_guard lock(error_mutex);
-      if (g.first_index < error_index) {
-        error_index = g.first_index;
-        error       = std::move(e);
-      }
-    }
-    // The last range to finish reports: only then is no request left running.
-    if (remaining.fetch_sub(1) == 1) {
-      if (error) {
-        promise.set_exception(error);
-      } else {
-        promise.set_value(total);
-      }
-    }
+    if (e) { group.record(g.first_index, std::move(e)); }
+    group.done();
   }
 
   void run(const Group& g) noexcept
@@ -531,6 +516,7 @@ std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>&
   const std::string url = redact_url(endpoint_->url());
   auto state            = std::make_shared<RangesState>();
   state->endpoint       = endpoint_;
+  std::size_t total     = 0;
   // Every request checked, and cut into task_size pieces, before anything is sent.
   std::vector<Target> host;
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -545,7 +531,7 @@ std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>&
       check_range(r.size, r.file_offset);
       info = detail::destination_info(r.buf, r.size, url);
     });
-    state->total += r.size;
+    total += r.size;
     auto* buf = static_cast<char*>(r.buf);
     for (std::size_t done = 0; done < r.size; done += task_size) {
       const std::size_t n = std::min(task_size, r.size - done);
@@ -591,22 +577,16 @@ std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>&
       state->on_pool.push_back(k);
     }
   }
-  state->remaining = state->groups.size();
-  auto future      = state->promise.get_future();
+  state->group.add_pending(state->groups.size());
+  state->group.add_bytes(total);
+  auto future = state->group.future();
   if (!state->on_pool.empty()) {
     auto& pool             = thread_pool != nullptr ? *thread_pool : defaults::thread_pool();
     const std::size_t jobs = std::min<std::size_t>(
       std::max<std::size_t>(1, pool.get_thread_count()), state->on_pool.size());
-    for (std::size_t j = 0; j < jobs; ++j) {
-      try {
-        pool.detach_task([state]() noexcept { state->run_pool_share(); });
-      } catch (...) {
-        // The tasks already queued take every group between them; with none queued, nothing
-        // has started and the error goes to the caller.
-        if (j == 0) { throw; }
-        break;
-      }
-    }
+    // The jobs queued take every group between them; with none queued, nothing has started
+    // and the error goes to the caller.
+    detail::JobGroup::queue_helpers(pool, jobs, [state]() noexcept { state->run_pool_share(); });
   }
   if (!on_reactors.empty()) {
     std::vector<detail::RangeJob> jobs;
@@ -627,8 +607,9 @@ std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>&
           state->done(*g, std::move(e));
         }});
     }
-    detail::submit_to_reactors(std::move(jobs));
+    detail::submit_to_reactors(std::move(jobs));  // completes what it cannot hand over
   }
+  state->group.done();  // the caller's share
   return future;
 }
 
