@@ -679,7 +679,7 @@ TEST_F(DeviceIO, AutoFallsBackPerFileWhenCufileCannotRegisterIt)
   if (f.compat_mode() == CompatMode::OFF) {
     GTEST_SKIP() << "cuFile registers files here (no fallback to test)";
   }
-  const auto why = kvikio::detail::FileHandleAccess::state(f)->fallback_reason;
+  const auto why = kvikio::detail::open_state(f)->fallback_reason;
   EXPECT_FALSE(why.empty());
   KVIKIO_EXPECT_THROW_WITH(
     FileHandle(path, "r", FileHandle::m644, CompatMode::OFF), kvikio::CUfileException, path);
@@ -714,12 +714,12 @@ TEST_F(DeviceIO, AutoTakesCufileOnlyWhereNvidiaFsIsPresent)
   FileHandle f(path, "r", FileHandle::m644, CompatMode::AUTO);
   if (!(cufile && gds)) {
     EXPECT_EQ(f.compat_mode(), CompatMode::ON);
-    EXPECT_TRUE(kvikio::detail::FileHandleAccess::state(f)
-                  ->fallback_reason.empty());  // decided once, not per file
+    EXPECT_TRUE(
+      kvikio::detail::open_state(f)->fallback_reason.empty());  // decided once, not per file
   } else {
     // With nvidia-fs a file still falls back when its own registration fails.
     EXPECT_TRUE(f.compat_mode() == CompatMode::OFF ||
-                !kvikio::detail::FileHandleAccess::state(f)->fallback_reason.empty());
+                !kvikio::detail::open_state(f)->fallback_reason.empty());
   }
   DeviceBuffer dev(8192);
   EXPECT_EQ(f.pread(dev.data(), 8192, 0).get(), 8192U);

@@ -310,7 +310,7 @@ TEST(Hardening, WithoutProcADirectOpenOfAnotherFileTurnsDirectIoOff)
   FileHandle f(path, "r");
   EXPECT_FALSE(f.is_direct_io_supported());
   EXPECT_EQ(f.fd(true), -1);
-  const auto& state = kvikio::detail::FileHandleAccess::state(f);
+  const auto& state = kvikio::detail::open_state(f);
   EXPECT_NE(state->file.direct_io_error().find("reached another file"), std::string::npos)
     << state->file.direct_io_error();
 }

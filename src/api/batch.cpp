@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/open_handle.hpp"
+#include "api/request.hpp"
 #include "core/job_group.hpp"
 #include "device/pointer.hpp"
 #include "shim/cufile_api.hpp"
@@ -118,7 +119,7 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
   if (all_cufile) {
     impl_->cufile_unreported = operations.size();
     for (const auto& op : operations) {
-      impl_->cufile_files.push_back(detail::FileHandleAccess::state(op.file_handle));
+      impl_->cufile_files.push_back(detail::open_state(op.file_handle));
     }
     std::vector<CUfileIOParams_t> params(operations.size());
     for (std::size_t i = 0; i < operations.size(); ++i) {
@@ -167,7 +168,12 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
           ev.status = CUFILE_CANCELED;
         } else {
           try {
-            ev.ret = detail::blocking_io(op.direction, *op.file, op.buf, op.size, op.offset);
+            ev.ret = detail::io_now(op.direction,
+                                    op.direction == detail::Direction::read ? "read" : "write",
+                                    *op.file,
+                                    op.buf,
+                                    op.size,
+                                    op.offset);
           } catch (const std::system_error& e) {
             ev.status     = CUFILE_FAILED;
             ev.error_code = e.code().value();
@@ -194,7 +200,7 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
   run->ops.reserve(operations.size());
   for (const auto& op : operations) {
     run->ops.push_back(
-      {detail::FileHandleAccess::state(op.file_handle),
+      {detail::open_state(op.file_handle),
        op.opcode == CUFILE_READ ? detail::Direction::read : detail::Direction::write,
        static_cast<char*>(op.devPtr_base) + op.devPtr_offset,
        op.size,

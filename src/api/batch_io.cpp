@@ -29,44 +29,20 @@
 #include <kvikio/file_handle.hpp>
 
 #include "api/open_handle.hpp"
+#include "api/request.hpp"
 #include "core/open_file.hpp"
 #include "core/job_group.hpp"
 #include "core/posix_io.hpp"
 #include "core/uring_io.hpp"
+#include "core/with_index.hpp"
 #include "device/device_batch.hpp"
 #include "device/pointer.hpp"
 #include "shim/cuda_api.hpp"
 
 namespace kvikio {
-namespace detail {
-std::size_t batch_move_piece(Direction direction,
-                             const OpenHandle& handle,
-                             const PointerInfo& info,
-                             char* buf,
-                             std::size_t size,
-                             std::size_t offset);
-}  // namespace detail
-
 namespace {
 
 using detail::Direction;
-
-/// Runs `check`, prefixing the message of what it throws with the request's index (built
-/// only then: a batch may hold many thousands of requests).
-template <typename F>
-void with_index(std::size_t i, F&& check)
-{
-  auto where = [i] { return "batch request " + std::to_string(i) + ": "; };
-  try {
-    check();
-  } catch (const std::out_of_range& e) {
-    throw std::out_of_range(where() + e.what());
-  } catch (const std::overflow_error& e) {
-    throw std::overflow_error(where() + e.what());
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(where() + e.what());
-  }
-}
 
 /// A request that is not one plain host piece: device memory, or larger than task_size.
 struct Item {
@@ -86,7 +62,7 @@ struct Piece {
 };
 
 /// pool_pieces[begin, end), one job's share: a group staged through one pinned buffer
-/// (detail::device_batch_io), or one piece alone through detail::batch_move_piece.
+/// (detail::device_batch_io), or one piece alone through detail::route.
 struct PoolGroup {
   std::size_t begin;
   std::size_t end;
@@ -202,8 +178,8 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   {
     std::lock_guard lock(files_mutex);
     if (auto known = files.find(&f); known != files.end()) { return known->second; }
-    const auto& shared = detail::FileHandleAccess::state(f);
-    if (!shared) { throw std::invalid_argument("IO on closed file '" + f.path() + "'"); }
+    const auto& shared = detail::open_state(f);
+    if (!shared) { detail::throw_closed(f.path()); }
     shared->file.require(direction);
     // Reads stop at the end of the file: sizes are clamped once, in the checks, so that every
     // path (io_uring, plain calls, the device pipeline) gives the same short count.
@@ -271,7 +247,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       Cache cache;
       for (std::size_t i = b * block; i < std::min(count, (b + 1) * block); ++i) {
         try {
-          with_index(i, [&] { check(b, i, cache); });
+          detail::with_index(i, [&] { check(b, i, cache); });
         } catch (...) {
           io.record(i, std::current_exception());
           break;
@@ -388,13 +364,8 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       cache.entry = file_entry(*r.file);
       cache.file  = r.file;
     }
-    const auto& f          = cache.entry.handle->file;
-    constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
-    if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
-      throw std::overflow_error("file offset " + std::to_string(r.file_offset) + " plus size " +
-                                std::to_string(r.size) +
-                                " overflows the largest file offset for '" + r.file->path() + "'");
-    }
+    const auto& f = cache.entry.handle->file;
+    detail::check_file_range(r.file->path(), r.size, r.file_offset);
     std::size_t size = r.size;
     if (direction == Direction::read && size > 0) {
       const std::size_t end = cache.entry.size;
@@ -425,11 +396,8 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       const auto end = info.base + info.alloc_size;
       if (p < info.base || p > end || r.size > end - p) {
         // The message is built only where the check fails (thousands fit).
-        detail::check_device_range(info,
-                                   buf,
-                                   r.size,
-                                   std::string(op) + " of '" + f.path() + "' at file offset " +
-                                     std::to_string(r.file_offset));
+        detail::check_device_range(
+          info, buf, r.size, detail::describe(op, f.path(), r.file_offset));
       }
     }
     if (size == 0) { return; }
@@ -546,12 +514,13 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       const auto& piece = pool_pieces[group.begin];
       const auto& it    = *piece.item;
       try {
-        moved += detail::batch_move_piece(direction,
-                                          *it.handle,
-                                          it.info,
-                                          it.buf + piece.buf_offset,
-                                          piece.size,
-                                          it.offset + piece.buf_offset);
+        moved += detail::route(direction,
+                               *it.handle,
+                               it.info,
+                               it.buf + piece.buf_offset,
+                               piece.size,
+                               it.offset + piece.buf_offset,
+                               {.sync_default_stream = true});
       } catch (...) {
         io.record(it.index, std::current_exception());
       }
@@ -559,7 +528,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     io.add_bytes(moved);
   }
   /// Splits pool_pieces into pool_groups. Small pieces of files without cuFile (the POSIX
-  /// path move_piece takes) are staged in groups of one context, sized to give each of the
+  /// path detail::route takes) are staged in groups of one context, sized to give each of the
   /// threads a few groups (as the host slices are) but never more than a pinned buffer
   /// holds: one synchronisation per group instead of one copy call per piece (issue 14). The
   /// rest (cuFile, large pieces) run one by one as before.

@@ -13,6 +13,7 @@
 
 #include "core/job_group.hpp"
 #include "core/parallel_io.hpp"
+#include "core/with_index.hpp"
 #include "device/pointer.hpp"
 #include "device/staging.hpp"
 #include "remote/reactor.hpp"
@@ -46,15 +47,6 @@ std::size_t read_range_into(RemoteEndpoint& endpoint,
     info.context, dst, "reading " + redact_url(endpoint.url()) + " into device memory");
   fetch_range(endpoint, file_offset, size, std::ref(stager));
   return stager.finish();
-}
-
-/// Inspects the destination of a read of `size` bytes; rejects device ranges that run past
-/// their allocation before any request is sent.
-PointerInfo destination_info(void* buf, std::size_t size, const std::string& url)
-{
-  auto info = get_pointer_info(buf);
-  check_device_range(info, buf, size, "read of " + std::to_string(size) + " bytes from " + url);
-  return info;
 }
 
 }  // namespace detail
@@ -347,7 +339,8 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
   }
   // One range request per task_size piece, in order on this thread: http_timeout bounds a
   // request, so an unbounded request would turn a large, healthy read into a timeout.
-  const auto info  = detail::destination_info(buf, size, redact_url(endpoint_->url()));
+  const auto info = detail::check_buffer(
+    buf, size, "read of " + std::to_string(size) + " bytes from " + redact_url(endpoint_->url()));
   std::size_t done = 0;
   const detail::TaskPieces pieces(size, file_offset, defaults::task_size());
   for (std::size_t i = 0; i < pieces.count(); ++i) {
@@ -376,7 +369,8 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
     throw std::invalid_argument("RemoteHandle::pread: task_size must be > 0 (reading " +
                                 redact_url(endpoint_->url()) + ")");
   }
-  const auto info = detail::destination_info(buf, size, redact_url(endpoint_->url()));
+  const auto info = detail::check_buffer(
+    buf, size, "read of " + std::to_string(size) + " bytes from " + redact_url(endpoint_->url()));
   if (info.host_accessible() && defaults::remote_io_backend() == RemoteIOBackend::MULTI_POLL) {
     return read_ranges({IORequest{buf, size, file_offset}}, task_size, thread_pool);
   }
@@ -390,22 +384,6 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
 }
 
 namespace {
-
-/// Prefixes the message of what `check` throws with the batch request's index.
-template <typename F>
-void with_index(std::size_t i, F&& check)
-{
-  auto where = [i] { return "batch request " + std::to_string(i) + ": "; };
-  try {
-    check();
-  } catch (const EndOfFileError& e) {
-    throw EndOfFileError(where() + e.what());
-  } catch (const std::out_of_range& e) {
-    throw std::out_of_range(where() + e.what());
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(where() + e.what());
-  }
-}
 
 /// Where a part of a range request's bytes go: request `index`'s buffer at `dst`, which
 /// receives the object's bytes [file_offset, file_offset + size).
@@ -523,13 +501,14 @@ std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>&
     const auto& r = requests[i];
     if (r.size == 0) { continue; }
     detail::PointerInfo info;
-    with_index(i, [&] {
+    detail::with_index(i, [&] {
       if (r.buf == nullptr) {
         throw std::invalid_argument("RemoteHandle::pread_batch: null buffer for " +
                                     std::to_string(r.size) + " bytes from " + url);
       }
       check_range(r.size, r.file_offset);
-      info = detail::destination_info(r.buf, r.size, url);
+      info = detail::check_buffer(
+        r.buf, r.size, "read of " + std::to_string(r.size) + " bytes from " + url);
     });
     total += r.size;
     auto* buf = static_cast<char*>(r.buf);
