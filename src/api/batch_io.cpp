@@ -28,6 +28,7 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/file_handle.hpp>
 
+#include "api/batch_plan.hpp"
 #include "api/open_handle.hpp"
 #include "api/request.hpp"
 #include "core/open_file.hpp"
@@ -44,30 +45,10 @@ namespace {
 
 using detail::Direction;
 
-/// A request that is not one plain host piece: device memory, or larger than task_size.
-struct Item {
-  std::size_t index;           // in the batch
-  detail::OpenHandle* handle;  // kept alive by BatchState::handles
-  detail::PointerInfo info;
-  char* buf;
-  std::size_t size;  // clamped to the end of the file for reads
-  std::size_t offset;
-};
-
-/// A part of *item run on the pool: `size` bytes from `buf_offset` into the request.
-struct Piece {
-  const Item* item;
-  std::size_t buf_offset;
-  std::size_t size;
-};
-
-/// pool_pieces[begin, end), one job's share: a group staged through one pinned buffer
-/// (detail::device_batch_io), or one piece alone through detail::route.
-struct PoolGroup {
-  std::size_t begin;
-  std::size_t end;
-  bool staged;
-};
+using Item      = detail::BatchItem;
+using Piece     = detail::BatchPiece;
+using PoolGroup = detail::PoolGroup;
+using Policy    = detail::BatchPolicy;
 
 /// A file of the batch, looked up and checked once.
 struct FileEntry {
@@ -96,19 +77,7 @@ enum class Phase : int { checking, ready, failed };
 /// in device memory or larger than task_size) followed by `extra` (the task_size pieces of
 /// the large ones): one run of slices over both, no slice straddling the two.
 struct BatchState : std::enable_shared_from_this<BatchState> {
-  // Requests are checked in blocks of this many.
-  static constexpr std::size_t block = 256;
-  // From this many requests the pool's threads help with the checks.
-  static constexpr std::size_t parallel_from = 4 * block;
-  // From this many requests the whole list of mappings is read, where the kernel cannot be
-  // asked for one. The text costs ~0.35 us a line to read (2039 lines: 0.7 ms, measured on
-  // the 2-core build machine) and a process using CUDA has hundreds to thousands of lines,
-  // while a host buffer's query costs ~0.7 us under the driver's lock: below this many
-  // requests the queries cost about what the reading would.
-  static constexpr std::size_t mappings_from = 512;
-  // From this many requests per file (on average) reads go through each thread's own
-  // descriptor of the file (detail::OpenFile::read_fd_for_thread).
-  static constexpr std::size_t thread_fds_from = 256;
+  static constexpr std::size_t block = Policy::check_block;
 
   Direction direction{};
   const char* op{""};
@@ -195,10 +164,8 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   void start()
   {
     driver = detail::CudaAPI::instance().available();
-    // Asked once per process: whether the kernel answers; the descriptor stays open.
-    static const detail::MappingQuery mapping_query;
-    query = driver && mapping_query.available() ? &mapping_query : nullptr;
-    if (driver && query == nullptr && count >= mappings_from) {
+    query  = driver ? detail::this_process_mapping_query() : nullptr;
+    if (driver && query == nullptr && count >= Policy::mappings_from) {
       mappings = detail::HostMappings::read_self();
     }
     blocks = (count + block - 1) / block;
@@ -212,7 +179,9 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     // that waited for a core would hold the others at the end of the checks for a scheduler
     // slice (milliseconds). The checks queue the rest once they end (prepare_io).
     const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
-    if (count >= parallel_from) { launch(std::min(threads, std::max<std::size_t>(1, cores - 1))); }
+    if (count >= Policy::parallel_checks_from) {
+      launch(std::min(threads, std::max<std::size_t>(1, cores - 1)));
+    }
   }
 
   /// Queues `n` more jobs (all or none), while the checks' share is pending.
@@ -320,18 +289,23 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
         }
       }
     }
-    group_pool_pieces();
-    // Reads through the threads' own descriptors where many requests share few files: their
-    // descriptors are opened once per thread and file and kept with the file, so not for a
-    // batch of a request or two per file (a zarr array's chunks), which would hold a
-    // descriptor per thread for each of thousands of files.
-    transfer.thread_fds = direction == Direction::read && !transfer.direct_io && threads > 1 &&
-                          host_requests + pool_pieces.size() >= thread_fds_from * handles.size();
-    // The smallest slice: a pass through a ring (a few system calls for deep queues), or a
-    // short run of plain calls.
-    min_slice = transfer.uring ? 8 : 2;
+    if (!pool_pieces.empty()) {
+      // Small pieces of files without cuFile (the POSIX path detail::route takes) are staged
+      // in groups: one synchronisation per group instead of one copy call per piece.
+      std::vector<detail::PieceShape> shapes;
+      shapes.reserve(pool_pieces.size());
+      for (const auto& p : pool_pieces) {
+        shapes.push_back({p.size,
+                          p.item->info.context,
+                          !p.item->handle->cufile && p.size <= detail::device_batch_piece_max});
+      }
+      pool_groups = detail::plan_pool_groups(shapes, threads, defaults::bounce_buffer_size());
+    }
+    transfer.thread_fds = detail::use_thread_fds(
+      direction, transfer.direct_io, threads, host_requests + pool_pieces.size(), handles.size());
+    min_slice = Policy::min_slice(transfer.uring);
     const std::size_t needed =
-      std::min(threads, std::max((host_requests + min_slice - 1) / min_slice, pool_groups.size()));
+      detail::jobs_needed(threads, host_requests, min_slice, pool_groups.size());
     if (needed > jobs) { launch(needed - jobs); }
   }
 
@@ -418,10 +392,8 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     const std::size_t total = count + extra.size();
     std::size_t pos         = next_host.load(std::memory_order_relaxed);
     for (;;) {
-      if (pos >= total) { return false; }
-      const std::size_t left = total - pos;
-      std::size_t want       = std::min(left, std::max(min_slice, left / (2 * threads)));
-      if (pos < count) { want = std::min(want, count - pos); }
+      const std::size_t want = detail::slice_length(pos, total, count, min_slice, threads);
+      if (want == 0) { return false; }
       if (next_host.compare_exchange_weak(pos, pos + want, std::memory_order_relaxed)) {
         begin = pos;
         n     = want;
@@ -526,43 +498,6 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       }
     }
     io.add_bytes(moved);
-  }
-  /// Splits pool_pieces into pool_groups. Small pieces of files without cuFile (the POSIX
-  /// path detail::route takes) are staged in groups of one context, sized to give each of the
-  /// threads a few groups (as the host slices are) but never more than a pinned buffer
-  /// holds: one synchronisation per group instead of one copy call per piece (issue 14). The
-  /// rest (cuFile, large pieces) run one by one as before.
-  void group_pool_pieces()
-  {
-    auto stageable = [&](const Piece& p) {
-      return !p.item->handle->cufile && p.size <= detail::device_batch_piece_max;
-    };
-    std::size_t staged_bytes = 0;
-    for (const auto& p : pool_pieces) {
-      if (stageable(p)) { staged_bytes += p.size; }
-    }
-    constexpr std::size_t min_group = 64 * 1024;  // 16 pieces of 4 KiB
-    const std::size_t shares        = threads <= 1 ? 1 : threads * 4;
-    const std::size_t target =
-      std::min(std::max(staged_bytes / shares, min_group), defaults::bounce_buffer_size());
-    for (std::size_t i = 0; i < pool_pieces.size();) {
-      if (!stageable(pool_pieces[i])) {
-        pool_groups.push_back({i, i + 1, false});
-        ++i;
-        continue;
-      }
-      const CUcontext ctx = pool_pieces[i].item->info.context;
-      std::size_t end     = i + 1;
-      std::size_t filled  = pool_pieces[i].size;
-      while (end < pool_pieces.size() && stageable(pool_pieces[end]) &&
-             pool_pieces[end].item->info.context == ctx &&
-             pool_pieces[end].size <= target - std::min(target, filled)) {
-        filled += pool_pieces[end].size;
-        ++end;
-      }
-      pool_groups.push_back({i, end, true});
-      i = end;
-    }
   }
 };
 

@@ -16,6 +16,7 @@
 #include "core/with_index.hpp"
 #include "device/pointer.hpp"
 #include "device/staging.hpp"
+#include "remote/range_plan.hpp"
 #include "remote/reactor.hpp"
 #include "remote/transfer.hpp"
 #include "remote/url.hpp"
@@ -385,51 +386,9 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
 
 namespace {
 
-/// Where a part of a range request's bytes go: request `index`'s buffer at `dst`, which
-/// receives the object's bytes [file_offset, file_offset + size).
-struct Target {
-  std::size_t index;
-  char* dst;
-  std::size_t file_offset;
-  std::size_t size;
-};
-
-/// One range request of a batch: [file_offset, file_offset + size) scattered into `targets`
-/// (host memory; sorted by file_offset), or, for device memory, read into one target.
-struct Group {
-  std::size_t first_index;  // the lowest request index among the targets (for errors)
-  std::size_t file_offset;
-  std::size_t size;
-  std::vector<Target> targets;
-  bool device{false};
-  detail::PointerInfo info{};  // device groups only
-};
-
-/// Copies a range's bytes, as they arrive in order, into the parts of every target they
-/// cover (targets may overlap each other, and gaps between them are dropped).
-struct Scatter {
-  const Group* group;
-  std::size_t pos{0};    // bytes of the range seen so far
-  std::size_t first{0};  // targets before this one are complete
-
-  void operator()(const char* data, std::size_t n)
-  {
-    const auto& t           = group->targets;
-    const std::size_t begin = group->file_offset + pos;
-    const std::size_t end   = begin + n;
-    while (first < t.size() && t[first].file_offset + t[first].size <= begin) {
-      ++first;
-    }
-    for (std::size_t k = first; k < t.size() && t[k].file_offset < end; ++k) {
-      const std::size_t lo = std::max(begin, t[k].file_offset);
-      const std::size_t hi = std::min(end, t[k].file_offset + t[k].size);
-      if (lo < hi) {
-        std::memcpy(t[k].dst + (lo - t[k].file_offset), data + (lo - begin), hi - lo);
-      }
-    }
-    pos += n;
-  }
-};
+using Target  = detail::RangeTarget;
+using Group   = detail::RangeGroup;
+using Scatter = detail::RangeScatter;
 
 /// A batch under way: its range requests and their results, shared by the pool tasks and the
 /// reactors' completion callbacks.
@@ -494,9 +453,8 @@ std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>&
   const std::string url = redact_url(endpoint_->url());
   auto state            = std::make_shared<RangesState>();
   state->endpoint       = endpoint_;
-  std::size_t total     = 0;
   // Every request checked, and cut into task_size pieces, before anything is sent.
-  std::vector<Target> host;
+  detail::RangePlan plan(task_size, remote_coalesce_gap);
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto& r = requests[i];
     if (r.size == 0) { continue; }
@@ -510,41 +468,10 @@ std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>&
       info = detail::check_buffer(
         r.buf, r.size, "read of " + std::to_string(r.size) + " bytes from " + url);
     });
-    total += r.size;
-    auto* buf = static_cast<char*>(r.buf);
-    for (std::size_t done = 0; done < r.size; done += task_size) {
-      const std::size_t n = std::min(task_size, r.size - done);
-      Target t{i, buf + done, r.file_offset + done, n};
-      if (info.host_accessible()) {
-        host.push_back(t);
-      } else {
-        state->groups.push_back(Group{i, t.file_offset, n, {t}, true, info});
-      }
-    }
+    plan.add(i, static_cast<char*>(r.buf), r.size, r.file_offset, info);
   }
-  // Near host pieces join one range request: sorted by offset, each piece joins the current
-  // range when the gap before it is at most remote_coalesce_gap and the range stays within
-  // task_size (so that http_timeout still bounds one request as it bounds pread's pieces).
-  std::stable_sort(host.begin(), host.end(), [](const Target& a, const Target& b) {
-    return a.file_offset < b.file_offset;
-  });
-  const std::size_t max_range = std::max(task_size, std::size_t{1});
-  for (std::size_t k = 0; k < host.size();) {
-    Group g{host[k].index, host[k].file_offset, host[k].size, {host[k]}};
-    std::size_t end = host[k].file_offset + host[k].size;
-    for (++k; k < host.size(); ++k) {
-      const auto& t             = host[k];
-      const std::size_t new_end = std::max(end, t.file_offset + t.size);
-      if (t.file_offset > end + remote_coalesce_gap || new_end - g.file_offset > max_range) {
-        break;
-      }
-      end           = new_end;
-      g.first_index = std::min(g.first_index, t.index);
-      g.targets.push_back(t);
-    }
-    g.size = end - g.file_offset;
-    state->groups.push_back(std::move(g));
-  }
+  state->groups           = plan.finish();
+  const std::size_t total = plan.bytes();
   if (state->groups.empty()) { return detail::ready_future(0); }
 
   const bool multi = defaults::remote_io_backend() == RemoteIOBackend::MULTI_POLL;
