@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
+#include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/mmap.hpp>
 
@@ -81,4 +85,25 @@ TEST(Mmap, EmptyFileMapsToNothing)
   MmapHandle m(path, "r");
   EXPECT_EQ(m.file_size(), 0U);
   EXPECT_EQ(m.read(nullptr), 0U);
+}
+
+// Reliability audit #17: lifetimes.
+TEST(MmapHardening, Audit17MmapClosedBeforeItsPreadFinishesStillReadsTheBytes)
+{
+  TempDir dir;
+  kvikio::test::ScopedSettings restore;
+  const auto data = kvikio::test::random_bytes(3 << 20, 17);
+  const auto path = dir.file("mmap.bin");
+  kvikio::test::write_file(path, data);
+  std::vector<char> got(data.size());
+  std::future<std::size_t> fut;
+  {
+    kvikio::test::PoolGate gate;
+    auto handle = std::make_unique<kvikio::MmapHandle>(path, "r");
+    fut         = handle->pread(got.data(), data.size(), 0, 1 << 20);
+    handle->close();
+    handle.reset();  // unmapped here before the fix: the queued copies then faulted
+  }
+  EXPECT_EQ(fut.get(), data.size());
+  EXPECT_EQ(got, data);
 }

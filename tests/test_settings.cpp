@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -10,6 +11,7 @@
 #include <kvikio/defaults.hpp>
 
 #include "core/settings_internal.hpp"
+#include "core/text.hpp"
 #include "test_utils.hpp"
 
 using kvikio::defaults;
@@ -95,6 +97,47 @@ TEST(Settings, BadEnvironmentValuesNameTheVariable)
     KVIKIO_EXPECT_THROW_WITH(
       kvikio::detail::reload_settings_from_environment(), std::invalid_argument, value);
   }
+}
+
+// One rule for a boolean (core/text.hpp parse_bool_word, upstream getenv_or<bool>'s): the
+// environment, getenv_or and set() agree on every value they take (issue 28).
+TEST(Settings, ABooleanMeansTheSameInTheEnvironmentGetenvOrAndSet)
+{
+  kvikio::test::ScopedSettings restore;
+  const std::pair<const char*, bool> words[] = {{"1", true},
+                                                {"0", false},
+                                                {"2", true},
+                                                {"-1", true},
+                                                {" Yes ", true},
+                                                {"OFF", false},
+                                                {"on", true},
+                                                {"no", false},
+                                                {"TRUE", true},
+                                                {"False", false},
+                                                {"+0", false}};
+  for (auto [text, want] : words) {
+    ScopedEnv env("KVIKIO_AUTO_DIRECT_IO_READ", text);
+    kvikio::detail::reload_settings_from_environment();
+    EXPECT_EQ(defaults::auto_direct_io_read(), want) << "'" << text << "'";
+    EXPECT_EQ(kvikio::getenv_or("KVIKIO_AUTO_DIRECT_IO_READ", !want), want) << "'" << text << "'";
+    EXPECT_EQ(kvikio::detail::parse_bool_word(text), std::optional<bool>(want)) << text;
+  }
+  for (std::int64_t n : {0, 1, 2, -1}) {
+    defaults::set("auto_direct_io_write", kvikio::SettingValue{n});
+    EXPECT_EQ(defaults::auto_direct_io_write(), n != 0) << n;
+  }
+  EXPECT_FALSE(kvikio::detail::parse_bool_word(" ").has_value());
+  for (const char* bad : {"maybe", "1.5", "0x1", "y"}) {
+    EXPECT_FALSE(kvikio::detail::parse_bool_word(bad).has_value()) << "'" << bad << "'";
+    ScopedEnv env("KVIKIO_AUTO_DIRECT_IO_READ", bad);
+    KVIKIO_EXPECT_THROW_WITH(kvikio::detail::reload_settings_from_environment(),
+                             std::invalid_argument,
+                             "KVIKIO_AUTO_DIRECT_IO_READ");
+    EXPECT_THROW((void)kvikio::getenv_or("KVIKIO_AUTO_DIRECT_IO_READ", false),
+                 std::invalid_argument);
+  }
+  ::unsetenv("KVIKIO_AUTO_DIRECT_IO_READ");
+  kvikio::detail::reload_settings_from_environment();
 }
 
 TEST(Settings, BadSetsAreRejectedAndLeaveTheValue)
@@ -201,7 +244,6 @@ TEST(Settings, NameKeyedSetRejectsBadValuesNamingSettingAndValue)
     {"num_threads", true},
     {"task_size", std::int64_t{-4096}},
     {"gds_threshold", std::int64_t{-1}},
-    {"auto_direct_io_read", std::int64_t{2}},
     {"auto_direct_io_write", std::string("yes")},
     {"compat_mode", std::string("sometimes")},
     {"compat_mode", std::int64_t{3}},

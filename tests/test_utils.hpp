@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 #include <stdexcept>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -117,5 +118,30 @@ class ScopedSettings {
         << "message '" << e.what() << "' does not contain '" << (needle) << "'"; \
     }                                                                            \
   } while (0)
+
+/// Occupies the only thread of the pool until released, so that work queued meanwhile is
+/// certainly still waiting when the test closes the handle it came from.
+class PoolGate {
+ public:
+  PoolGate()
+  {
+    kvikio::defaults::set_num_threads(1);
+    done_ = kvikio::defaults::thread_pool().submit_task([this] { open_.get_future().wait(); });
+  }
+  ~PoolGate() { release(); }
+  void release()
+  {
+    if (!released_) {
+      released_ = true;
+      open_.set_value();
+      done_.get();
+    }
+  }
+
+ private:
+  std::promise<void> open_;
+  std::future<void> done_;
+  bool released_{false};
+};
 
 }  // namespace kvikio::test

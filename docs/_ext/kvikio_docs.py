@@ -198,7 +198,10 @@ def accepted(row: dict[str, Any]) -> str:
     if kind == "MODE":
         return "ON, OFF or AUTO (any case)"
     if kind == "FLAG":
-        return "environment: true/false, on/off, yes/no, 1/0; Python: True/False"
+        return (
+            "environment: true/false, on/off, yes/no or an integer (0 is false); "
+            "Python: True/False or an integer"
+        )
     if kind == "CODES":
         return f"comma-separated HTTP status codes, {row['min']}-{row['max']}"
     if kind == "CHOICE":

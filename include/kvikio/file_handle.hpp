@@ -28,9 +28,12 @@
 
 namespace kvikio {
 
+class FileHandle;
+
 namespace detail {
 struct OpenHandle;
-struct FileHandleAccess;
+/// The library's own access to a FileHandle's shared state (api/request.hpp).
+const std::shared_ptr<OpenHandle>& open_state(const FileHandle& f) noexcept;
 }  // namespace detail
 
 /// Passed as `file_offset` to a write: 0, or the end of the file when it was opened with "a".
@@ -194,7 +197,7 @@ class KVIKIO_EXPORT FileHandle {
   std::future<std::size_t> pwrite_batch(const std::vector<IORequest>& requests);
 
  private:
-  friend struct detail::FileHandleAccess;
+  friend const std::shared_ptr<detail::OpenHandle>& detail::open_state(const FileHandle&) noexcept;
   const detail::OpenHandle& checked_open_file() const;
   std::string path_;
   std::shared_ptr<detail::OpenHandle> file_;

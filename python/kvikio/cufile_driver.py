@@ -35,18 +35,10 @@ ConfigContextManager = SettingsContext
 """What :func:`set` returns (upstream's name): applied at once; as a context manager it
 restores the previous values on exit."""
 
-# name -> (type, settable)
+# name -> (type, settable), from the library's one table of them (gds/driver.cpp).
 _PROPERTIES: dict[str, tuple[type, bool]] = {
-    "is_gds_available": (bool, False),
-    "major_version": (int, False),
-    "minor_version": (int, False),
-    "allow_compat_mode": (bool, False),
-    "poll_mode": (bool, True),
-    "poll_thresh_size": (int, True),
-    "max_device_cache_size": (int, True),
-    "per_buffer_cache_size": (int, False),
-    "max_pinned_memory_size": (int, True),
-    "max_batch_io_size": (int, False),
+    name: (bool if is_flag else int, settable)
+    for name, is_flag, settable in _lib.driver_properties()
 }
 
 

@@ -5,11 +5,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 #include <variant>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/shim.hpp>
@@ -52,6 +55,16 @@ std::vector<std::unique_ptr<DriverInitializer>>& python_opens()
 void bind_driver(nb::module_& m)
 {
   m.def("driver_is_gds_available", [] { return DriverProperties{}.is_gds_available(); });
+  m.def(
+    "driver_properties",
+    [] {
+      std::vector<std::tuple<std::string, bool, bool>> out;
+      for (const auto& name : cufile_driver::property_names()) {
+        out.emplace_back(name, cufile_driver::is_flag(name), cufile_driver::is_settable(name));
+      }
+      return out;
+    },
+    "Every cuFile driver property as (name, is_flag, settable), in the library's order.");
   m.def("driver_get", &driver_get, "name"_a);
   m.def("driver_set", &driver_set, "name"_a, "value"_a, "is_bool"_a);
   m.def("libcufile_version", &cufile_version, "cuFileGetVersion(): 1150 for 1.15, 0 if unknown.");

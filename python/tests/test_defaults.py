@@ -110,7 +110,6 @@ def test_unknown_key_raises_key_error_naming_it():
         ("bounce_buffer_size", 0),
         ("gds_threshold", -1),
         ("auto_direct_io_read", "yes"),
-        ("auto_direct_io_write", 2),
         ("compat_mode", "sometimes"),
         ("compat_mode", 3),
         ("http_max_attempts", 0),

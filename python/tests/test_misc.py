@@ -64,7 +64,8 @@ def test_registration_calls_on_host_memory():
     buf = np.zeros(4096, dtype=np.uint8)
     kvikio.memory_register(buf)
     kvikio.memory_deregister(buf)
-    assert kvikio.bounce_buffer_free() >= 0
+    kvikio.bounce_buffer_free()  # whatever earlier tests left pooled
+    assert kvikio.bounce_buffer_free() == 0  # nothing is left to free, nor was allocated
     with pytest.raises(TypeError, match="stream"):
         kvikio.stream_register("not a stream", 0)
     with pytest.raises(OverflowError, match="-1"):

@@ -2,16 +2,21 @@
 #include <kvikio/batch.hpp>
 #include <kvikio/error.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "api/open_handle.hpp"
+#include "api/request.hpp"
+#include "core/job_group.hpp"
 #include "device/pointer.hpp"
 #include "shim/cufile_api.hpp"
 
@@ -34,6 +39,7 @@ struct BatchHandle::Impl {
   // The files of the current cuFile submission, held so that their cuFile handles stay
   // registered while the batch runs even if the FileHandles close (the POSIX tasks hold theirs).
   std::vector<std::shared_ptr<detail::OpenHandle>> cufile_files;
+  std::size_t cufile_unreported{0};  // operations of that submission not yet reported done
 
   void wait_idle()
   {
@@ -109,9 +115,11 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
   impl_->shared->cancel = false;
   impl_->using_cufile   = all_cufile;
   impl_->cufile_files.clear();
+  impl_->cufile_unreported = 0;
   if (all_cufile) {
+    impl_->cufile_unreported = operations.size();
     for (const auto& op : operations) {
-      impl_->cufile_files.push_back(detail::FileHandleAccess::state(op.file_handle));
+      impl_->cufile_files.push_back(detail::open_state(op.file_handle));
     }
     std::vector<CUfileIOParams_t> params(operations.size());
     for (std::size_t i = 0; i < operations.size(); ++i) {
@@ -134,44 +142,85 @@ void BatchHandle::submit(const std::vector<BatchOp>& operations)
                          "of " + std::to_string(params.size()) + " operations");
     return;
   }
-  auto shared = impl_->shared;
-  {
-    std::lock_guard lock(shared->mutex);
-    shared->running += operations.size();
-  }
-  for (std::size_t i = 0; i < operations.size(); ++i) {
-    const auto& op = operations[i];
-    // The task holds the open file, not the FileHandle, which may close or move meanwhile.
-    auto file      = detail::FileHandleAccess::state(op.file_handle);
-    auto direction = op.opcode == CUFILE_READ ? detail::Direction::read : detail::Direction::write;
-    auto* buf      = static_cast<char*>(op.devPtr_base) + op.devPtr_offset;
-    auto size      = op.size;
-    auto offset    = static_cast<std::size_t>(op.file_offset);
-    defaults::thread_pool().detach_task([shared, file, direction, buf, size, offset, i]() noexcept {
-      BatchIOEvent ev{reinterpret_cast<void*>(i), CUFILE_COMPLETE, 0};
-      if (shared->cancel) {
-        ev.status = CUFILE_CANCELED;
-      } else {
-        try {
-          ev.ret = detail::blocking_io(direction, *file, buf, size, offset);
-        } catch (const std::system_error& e) {
-          ev.status     = CUFILE_FAILED;
-          ev.error_code = e.code().value();
-          ev.error      = e.what();
-        } catch (const std::exception& e) {
-          ev.status = CUFILE_FAILED;
-          ev.error  = e.what();
-        } catch (...) {
-          ev.status = CUFILE_FAILED;
-          ev.error  = "unknown exception";
+  // The POSIX fallback: one job per pool thread at most, taking the operations in order.
+  struct Run {
+    struct Op {
+      std::shared_ptr<detail::OpenHandle> file;  // not the FileHandle, which may close meanwhile
+      detail::Direction direction;
+      char* buf;
+      std::size_t size;
+      std::size_t offset;
+    };
+    std::shared_ptr<Impl::Shared> shared;
+    std::vector<Op> ops;
+    std::atomic<std::size_t> next{0};
+    detail::JobGroup group{1};  // the jobs, and the caller's share while it queues them
+
+    // Each operation lets its file go before it reports: a caller that closes the file right
+    // after status() says COMPLETE must find its FileHandle the only owner, so that close()
+    // closes the descriptors then (and reports their errors).
+    void run() noexcept
+    {
+      for (std::size_t i = next++; i < ops.size(); i = next++) {
+        auto op = std::move(ops[i]);
+        BatchIOEvent ev{reinterpret_cast<void*>(i), CUFILE_COMPLETE, 0};
+        if (shared->cancel) {
+          ev.status = CUFILE_CANCELED;
+        } else {
+          try {
+            ev.ret = detail::io_now(op.direction,
+                                    op.direction == detail::Direction::read ? "read" : "write",
+                                    *op.file,
+                                    op.buf,
+                                    op.size,
+                                    op.offset);
+          } catch (const std::system_error& e) {
+            ev.status     = CUFILE_FAILED;
+            ev.error_code = e.code().value();
+            ev.error      = e.what();
+          } catch (const std::exception& e) {
+            ev.status = CUFILE_FAILED;
+            ev.error  = e.what();
+          } catch (...) {
+            ev.status = CUFILE_FAILED;
+            ev.error  = "unknown exception";
+          }
         }
+        op.file.reset();
+        std::lock_guard lock(shared->mutex);
+        shared->finished.push_back(std::move(ev));
+        --shared->running;
+        shared->done_cv.notify_all();
       }
-      std::lock_guard lock(shared->mutex);
-      shared->finished.push_back(std::move(ev));
-      --shared->running;
-      shared->done_cv.notify_all();
-    });
+      group.done();
+    }
+  };
+  auto run    = std::make_shared<Run>();
+  run->shared = impl_->shared;
+  run->ops.reserve(operations.size());
+  for (const auto& op : operations) {
+    run->ops.push_back(
+      {detail::open_state(op.file_handle),
+       op.opcode == CUFILE_READ ? detail::Direction::read : detail::Direction::write,
+       static_cast<char*>(op.devPtr_base) + op.devPtr_offset,
+       op.size,
+       static_cast<std::size_t>(op.file_offset)});
   }
+  if (operations.empty()) { return; }
+  auto& pool             = defaults::thread_pool();
+  const std::size_t jobs = std::min<std::size_t>(operations.size(), pool.get_thread_count());
+  {
+    std::lock_guard lock(impl_->shared->mutex);
+    impl_->shared->running += operations.size();
+  }
+  try {
+    run->group.queue_counted(pool, jobs, [run]() noexcept { run->run(); });
+  } catch (...) {
+    std::lock_guard lock(impl_->shared->mutex);  // nothing queued: nothing runs
+    impl_->shared->running -= operations.size();
+    throw;
+  }
+  run->group.done();
 }
 
 std::vector<CUfileIOEvents_t> BatchHandle::status(unsigned min_nr,
@@ -202,7 +251,14 @@ std::vector<BatchIOEvent> BatchHandle::status_details(unsigned min_nr,
                          "cuFileBatchIOGetStatus");
     for (unsigned i = 0; i < nr; ++i) {
       out.push_back({events[i].cookie, events[i].status, events[i].ret});
+      const auto st = events[i].status;
+      if (st != CUFILE_WAITING && st != CUFILE_PENDING && impl_->cufile_unreported > 0) {
+        --impl_->cufile_unreported;
+      }
     }
+    // Every operation reported: the files go now, not at the next submit(), so that a
+    // close() right after the last COMPLETE closes the descriptors then (as on the POSIX path).
+    if (impl_->cufile_unreported == 0) { impl_->cufile_files.clear(); }
     return out;
   }
   auto& s = *impl_->shared;

@@ -28,91 +28,27 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/file_handle.hpp>
 
+#include "api/batch_plan.hpp"
 #include "api/open_handle.hpp"
+#include "api/request.hpp"
 #include "core/open_file.hpp"
-#include "core/parallel_io.hpp"
+#include "core/job_group.hpp"
 #include "core/posix_io.hpp"
 #include "core/uring_io.hpp"
+#include "core/with_index.hpp"
 #include "device/device_batch.hpp"
 #include "device/pointer.hpp"
 #include "shim/cuda_api.hpp"
 
 namespace kvikio {
-namespace detail {
-std::size_t batch_move_piece(Direction direction,
-                             const OpenHandle& handle,
-                             const PointerInfo& info,
-                             char* buf,
-                             std::size_t size,
-                             std::size_t offset);
-}  // namespace detail
-
 namespace {
 
 using detail::Direction;
-constexpr std::size_t no_index = std::numeric_limits<std::size_t>::max();
 
-/// Runs `check`, prefixing the message of what it throws with the request's index (built
-/// only then: a batch may hold many thousands of requests).
-template <typename F>
-void with_index(std::size_t i, F&& check)
-{
-  auto where = [i] { return "batch request " + std::to_string(i) + ": "; };
-  try {
-    check();
-  } catch (const std::out_of_range& e) {
-    throw std::out_of_range(where() + e.what());
-  } catch (const std::overflow_error& e) {
-    throw std::overflow_error(where() + e.what());
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(where() + e.what());
-  }
-}
-
-/// The lowest-numbered failure among requests that run (or are checked) in parallel.
-class FirstError {
- public:
-  void record(std::size_t index, std::exception_ptr e)
-  {
-    std::lock_guard lock(mutex_);
-    if (index < index_) {
-      index_ = index;
-      error_ = std::move(e);
-    }
-  }
-  /// Read once every thread that may record is done.
-  [[nodiscard]] const std::exception_ptr& get() const noexcept { return error_; }
-
- private:
-  std::mutex mutex_;
-  std::size_t index_{no_index};
-  std::exception_ptr error_;
-};
-
-/// A request that is not one plain host piece: device memory, or larger than task_size.
-struct Item {
-  std::size_t index;           // in the batch
-  detail::OpenHandle* handle;  // kept alive by BatchState::handles
-  detail::PointerInfo info;
-  char* buf;
-  std::size_t size;  // clamped to the end of the file for reads
-  std::size_t offset;
-};
-
-/// A part of *item run on the pool: `size` bytes from `buf_offset` into the request.
-struct Piece {
-  const Item* item;
-  std::size_t buf_offset;
-  std::size_t size;
-};
-
-/// pool_pieces[begin, end), one job's share: a group staged through one pinned buffer
-/// (detail::device_batch_io), or one piece alone through detail::batch_move_piece.
-struct PoolGroup {
-  std::size_t begin;
-  std::size_t end;
-  bool staged;
-};
+using Item      = detail::BatchItem;
+using Piece     = detail::BatchPiece;
+using PoolGroup = detail::PoolGroup;
+using Policy    = detail::BatchPolicy;
 
 /// A file of the batch, looked up and checked once.
 struct FileEntry {
@@ -141,19 +77,7 @@ enum class Phase : int { checking, ready, failed };
 /// in device memory or larger than task_size) followed by `extra` (the task_size pieces of
 /// the large ones): one run of slices over both, no slice straddling the two.
 struct BatchState : std::enable_shared_from_this<BatchState> {
-  // Requests are checked in blocks of this many.
-  static constexpr std::size_t block = 256;
-  // From this many requests the pool's threads help with the checks.
-  static constexpr std::size_t parallel_from = 4 * block;
-  // From this many requests the whole list of mappings is read, where the kernel cannot be
-  // asked for one. The text costs ~0.35 us a line to read (2039 lines: 0.7 ms, measured on
-  // the 2-core build machine) and a process using CUDA has hundreds to thousands of lines,
-  // while a host buffer's query costs ~0.7 us under the driver's lock: below this many
-  // requests the queries cost about what the reading would.
-  static constexpr std::size_t mappings_from = 512;
-  // From this many requests per file (on average) reads go through each thread's own
-  // descriptor of the file (detail::OpenFile::read_fd_for_thread).
-  static constexpr std::size_t thread_fds_from = 256;
+  static constexpr std::size_t block = Policy::check_block;
 
   Direction direction{};
   const char* op{""};
@@ -183,7 +107,6 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   std::vector<std::size_t> block_host;  // the host entries with bytes, per block
   std::atomic<std::size_t> next_block{0};
   std::atomic<std::size_t> finished_blocks{0};
-  FirstError check_error;
   std::atomic<Phase> phase{Phase::checking};
 
   std::mutex files_mutex;
@@ -206,10 +129,10 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   std::size_t jobs{0};                    // queued on the pool so far
   std::atomic<std::size_t> next_host{0};  // the slice cursor over host, then extra
   std::atomic<std::size_t> next_item{0};
-  std::atomic<std::size_t> remaining_jobs{0};
-  std::atomic<std::size_t> bytes{0};
-  FirstError error;
-  std::promise<std::size_t> promise;
+  // The checks' errors and the IO's (the IO runs only after checks that passed), the bytes,
+  // and the jobs. Its pending share of 1 is the checks', ended with them (end_checks). The
+  // files are let go before the future is ready (JobGroup says why).
+  detail::JobGroup io{1, [this] { handles.clear(); }};
 
   [[nodiscard]] FileIORequest request(std::size_t i) const
   {
@@ -224,8 +147,8 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   {
     std::lock_guard lock(files_mutex);
     if (auto known = files.find(&f); known != files.end()) { return known->second; }
-    const auto& shared = detail::FileHandleAccess::state(f);
-    if (!shared) { throw std::invalid_argument("IO on closed file '" + f.path() + "'"); }
+    const auto& shared = detail::open_state(f);
+    if (!shared) { detail::throw_closed(f.path()); }
     shared->file.require(direction);
     // Reads stop at the end of the file: sizes are clamped once, in the checks, so that every
     // path (io_uring, plain calls, the device pipeline) gives the same short count.
@@ -241,10 +164,8 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   void start()
   {
     driver = detail::CudaAPI::instance().available();
-    // Asked once per process: whether the kernel answers; the descriptor stays open.
-    static const detail::MappingQuery mapping_query;
-    query = driver && mapping_query.available() ? &mapping_query : nullptr;
-    if (driver && query == nullptr && count >= mappings_from) {
+    query  = driver ? detail::this_process_mapping_query() : nullptr;
+    if (driver && query == nullptr && count >= Policy::mappings_from) {
       mappings = detail::HostMappings::read_self();
     }
     blocks = (count + block - 1) / block;
@@ -258,20 +179,20 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     // that waited for a core would hold the others at the end of the checks for a scheduler
     // slice (milliseconds). The checks queue the rest once they end (prepare_io).
     const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
-    if (count >= parallel_from) { launch(std::min(threads, std::max<std::size_t>(1, cores - 1))); }
+    if (count >= Policy::parallel_checks_from) {
+      launch(std::min(threads, std::max<std::size_t>(1, cores - 1)));
+    }
   }
 
-  /// Queues `n` more jobs (all or none).
+  /// Queues `n` more jobs (all or none), while the checks' share is pending.
   void launch(std::size_t n)
   {
-    // Counted before they are queued: a queued job may end the checks, and read both, before
-    // this call returns.
-    remaining_jobs += n;
+    // Counted before they are queued: a queued job may end the checks, and read the count,
+    // before this call returns.
     jobs += n;
     try {
-      defaults::thread_pool().detach_copies(n, [self = shared_from_this()] { self->job(); });
+      io.queue_copies(defaults::thread_pool(), n, [self = shared_from_this()] { self->job(); });
     } catch (...) {
-      remaining_jobs -= n;
       jobs -= n;
       throw;
     }
@@ -282,7 +203,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   {
     check_blocks();
     if (await_checks()) { run_io(); }
-    if (remaining_jobs.fetch_sub(1) == 1) { finish(); }
+    io.done();
   }
 
   /// The checks of the caller and of the jobs: every request checked and sorted into the host
@@ -295,9 +216,9 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       Cache cache;
       for (std::size_t i = b * block; i < std::min(count, (b + 1) * block); ++i) {
         try {
-          with_index(i, [&] { check(b, i, cache); });
+          detail::with_index(i, [&] { check(b, i, cache); });
         } catch (...) {
-          check_error.record(i, std::current_exception());
+          io.record(i, std::current_exception());
           break;
         }
       }
@@ -329,20 +250,20 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
   {
     requests      = nullptr;  // the caller's vectors are not read after the checks
     file_requests = nullptr;
-    Phase outcome = check_error.get() ? Phase::failed : Phase::ready;
+    // Every block's records happened before its finished_blocks increment.
+    Phase outcome = io.first_error() ? Phase::failed : Phase::ready;
     if (outcome == Phase::ready) {
       try {
         prepare_io();
-        if (jobs == 0) {
-          finish();  // nothing to move: ready with 0
-        }
       } catch (...) {
-        check_error.record(count, std::current_exception());
+        io.record(count, std::current_exception());
         outcome = Phase::failed;
       }
     }
     phase.store(outcome, std::memory_order_release);
     phase.notify_all();
+    // After failed checks nobody holds the future: the caller raises the error.
+    io.done();  // the checks' share: with no job queued, the batch is done (0 bytes)
   }
 
   void prepare_io()
@@ -368,18 +289,23 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
         }
       }
     }
-    group_pool_pieces();
-    // Reads through the threads' own descriptors where many requests share few files: their
-    // descriptors are opened once per thread and file and kept with the file, so not for a
-    // batch of a request or two per file (a zarr array's chunks), which would hold a
-    // descriptor per thread for each of thousands of files.
-    transfer.thread_fds = direction == Direction::read && !transfer.direct_io && threads > 1 &&
-                          host_requests + pool_pieces.size() >= thread_fds_from * handles.size();
-    // The smallest slice: a pass through a ring (a few system calls for deep queues), or a
-    // short run of plain calls.
-    min_slice = transfer.uring ? 8 : 2;
+    if (!pool_pieces.empty()) {
+      // Small pieces of files without cuFile (the POSIX path detail::route takes) are staged
+      // in groups: one synchronisation per group instead of one copy call per piece.
+      std::vector<detail::PieceShape> shapes;
+      shapes.reserve(pool_pieces.size());
+      for (const auto& p : pool_pieces) {
+        shapes.push_back({p.size,
+                          p.item->info.context,
+                          !p.item->handle->cufile && p.size <= detail::device_batch_piece_max});
+      }
+      pool_groups = detail::plan_pool_groups(shapes, threads, defaults::bounce_buffer_size());
+    }
+    transfer.thread_fds = detail::use_thread_fds(
+      direction, transfer.direct_io, threads, host_requests + pool_pieces.size(), handles.size());
+    min_slice = Policy::min_slice(transfer.uring);
     const std::size_t needed =
-      std::min(threads, std::max((host_requests + min_slice - 1) / min_slice, pool_groups.size()));
+      detail::jobs_needed(threads, host_requests, min_slice, pool_groups.size());
     if (needed > jobs) { launch(needed - jobs); }
   }
 
@@ -412,13 +338,8 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       cache.entry = file_entry(*r.file);
       cache.file  = r.file;
     }
-    const auto& f          = cache.entry.handle->file;
-    constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
-    if (r.file_offset > max_off || r.size > max_off - r.file_offset) {
-      throw std::overflow_error("file offset " + std::to_string(r.file_offset) + " plus size " +
-                                std::to_string(r.size) +
-                                " overflows the largest file offset for '" + r.file->path() + "'");
-    }
+    const auto& f = cache.entry.handle->file;
+    detail::check_file_range(r.file->path(), r.size, r.file_offset);
     std::size_t size = r.size;
     if (direction == Direction::read && size > 0) {
       const std::size_t end = cache.entry.size;
@@ -449,11 +370,8 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       const auto end = info.base + info.alloc_size;
       if (p < info.base || p > end || r.size > end - p) {
         // The message is built only where the check fails (thousands fit).
-        detail::check_device_range(info,
-                                   buf,
-                                   r.size,
-                                   std::string(op) + " of '" + f.path() + "' at file offset " +
-                                     std::to_string(r.file_offset));
+        detail::check_device_range(
+          info, buf, r.size, detail::describe(op, f.path(), r.file_offset));
       }
     }
     if (size == 0) { return; }
@@ -474,10 +392,8 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     const std::size_t total = count + extra.size();
     std::size_t pos         = next_host.load(std::memory_order_relaxed);
     for (;;) {
-      if (pos >= total) { return false; }
-      const std::size_t left = total - pos;
-      std::size_t want       = std::min(left, std::max(min_slice, left / (2 * threads)));
-      if (pos < count) { want = std::min(want, count - pos); }
+      const std::size_t want = detail::slice_length(pos, total, count, min_slice, threads);
+      if (want == 0) { return false; }
       if (next_host.compare_exchange_weak(pos, pos + want, std::memory_order_relaxed)) {
         begin = pos;
         n     = want;
@@ -522,7 +438,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
                                          transfer.direct_io,
                                          transfer.thread_fds);
         } catch (...) {
-          error.record(index_of(first + k), std::current_exception());
+          io.record(index_of(first + k), std::current_exception());
         }
       }
     }
@@ -530,7 +446,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     for (std::size_t k = 0; k < n; ++k) {
       moved += share[k].done;
       if (share[k].error != 0) {
-        error.record(index_of(first + k), request_error(direction, share[k]));
+        io.record(index_of(first + k), request_error(direction, share[k]));
       }
     }
     return moved;
@@ -547,7 +463,7 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
     }
     std::vector<detail::DeviceBatchPiece> staged;
     const detail::DeviceBatchFail report = [this](std::size_t i, std::exception_ptr e) {
-      error.record(i, std::move(e));
+      io.record(i, std::move(e));
     };
     for (std::size_t g = next_item++; g < pool_groups.size(); g = next_item++) {
       const auto& group = pool_groups[g];
@@ -570,68 +486,18 @@ struct BatchState : std::enable_shared_from_this<BatchState> {
       const auto& piece = pool_pieces[group.begin];
       const auto& it    = *piece.item;
       try {
-        moved += detail::batch_move_piece(direction,
-                                          *it.handle,
-                                          it.info,
-                                          it.buf + piece.buf_offset,
-                                          piece.size,
-                                          it.offset + piece.buf_offset);
+        moved += detail::route(direction,
+                               *it.handle,
+                               it.info,
+                               it.buf + piece.buf_offset,
+                               piece.size,
+                               it.offset + piece.buf_offset,
+                               {.sync_default_stream = true});
       } catch (...) {
-        error.record(it.index, std::current_exception());
+        io.record(it.index, std::current_exception());
       }
     }
-    bytes += moved;
-  }
-  /// Splits pool_pieces into pool_groups. Small pieces of files without cuFile (the POSIX
-  /// path move_piece takes) are staged in groups of one context, sized to give each of the
-  /// threads a few groups (as the host slices are) but never more than a pinned buffer
-  /// holds: one synchronisation per group instead of one copy call per piece (issue 14). The
-  /// rest (cuFile, large pieces) run one by one as before.
-  void group_pool_pieces()
-  {
-    auto stageable = [&](const Piece& p) {
-      return !p.item->handle->cufile && p.size <= detail::device_batch_piece_max;
-    };
-    std::size_t staged_bytes = 0;
-    for (const auto& p : pool_pieces) {
-      if (stageable(p)) { staged_bytes += p.size; }
-    }
-    constexpr std::size_t min_group = 64 * 1024;  // 16 pieces of 4 KiB
-    const std::size_t shares        = threads <= 1 ? 1 : threads * 4;
-    const std::size_t target =
-      std::min(std::max(staged_bytes / shares, min_group), defaults::bounce_buffer_size());
-    for (std::size_t i = 0; i < pool_pieces.size();) {
-      if (!stageable(pool_pieces[i])) {
-        pool_groups.push_back({i, i + 1, false});
-        ++i;
-        continue;
-      }
-      const CUcontext ctx = pool_pieces[i].item->info.context;
-      std::size_t end     = i + 1;
-      std::size_t filled  = pool_pieces[i].size;
-      while (end < pool_pieces.size() && stageable(pool_pieces[end]) &&
-             pool_pieces[end].item->info.context == ctx &&
-             pool_pieces[end].size <= target - std::min(target, filled)) {
-        filled += pool_pieces[end].size;
-        ++end;
-      }
-      pool_groups.push_back({i, end, true});
-      i = end;
-    }
-  }
-  /// Once every job is done (or none was needed): the bytes moved, or the lowest-numbered
-  /// request's error. After failed checks nobody holds the future: the caller raised.
-  void finish()
-  {
-    // The files are let go before the future is ready: the jobs may hold this state a moment
-    // longer, and a caller that closes a file right after get() must find its FileHandle the
-    // only owner, so that close() closes the descriptors then (and reports their errors).
-    handles.clear();
-    if (const auto& e = error.get() ? error.get() : check_error.get()) {
-      promise.set_exception(e);
-    } else {
-      promise.set_value(bytes.load());
-    }
+    io.add_bytes(moved);
   }
 };
 
@@ -651,10 +517,10 @@ std::future<std::size_t> run_batch(std::shared_ptr<BatchState> state)
   st.task_size = std::max<std::size_t>(defaults::task_size(), 4096);
   st.threads   = std::max<std::size_t>(1, defaults::thread_pool().get_thread_count());
   if (st.count == 0) { return detail::ready_future(0); }
-  auto future = st.promise.get_future();
+  auto future = st.io.future();
   st.start();
   st.check_blocks();
-  if (!st.await_checks()) { std::rethrow_exception(st.check_error.get()); }
+  if (!st.await_checks()) { std::rethrow_exception(st.io.first_error()); }
   return future;
 }
 

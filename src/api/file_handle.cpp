@@ -1,12 +1,10 @@
-// FileHandle, whole: opening (the compat decision), the checks every request makes, and the
-// dispatch of each piece to its backend: POSIX for host memory, cuFile or the bounce-buffer
-// pipeline for device memory; blocking, parallel and stream-ordered.
+// FileHandle: opening (the compat decision) and its methods, blocking, parallel and
+// stream-ordered; the checks and the routing of each request are api/request.cpp's.
 #include <kvikio/file_handle.hpp>
 
 #include <fcntl.h>
 
 #include <cstdint>
-#include <limits>
 #include <stdexcept>
 
 #include <kvikio/compat_mode_manager.hpp>
@@ -17,11 +15,9 @@
 #include <kvikio/stream.hpp>
 
 #include "api/open_handle.hpp"
+#include "api/request.hpp"
 #include "core/block_device_pools.hpp"
 #include "core/open_file.hpp"
-#include "core/parallel_io.hpp"
-#include "core/posix_io.hpp"
-#include "device/device_io.hpp"
 #include "device/pointer.hpp"
 #include "gds/cufile_io.hpp"
 #include "shim/cuda_api.hpp"
@@ -30,240 +26,7 @@
 namespace kvikio {
 namespace {
 
-/// Rejects ranges whose end does not fit in off_t, naming the values.
-void check_range(const std::string& path, std::size_t size, std::size_t file_offset)
-{
-  constexpr auto max_off = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
-  if (file_offset > max_off || size > max_off - file_offset) {
-    throw std::overflow_error("file offset " + std::to_string(file_offset) + " plus size " +
-                              std::to_string(size) + " overflows the largest file offset for '" +
-                              path + "'");
-  }
-}
-
 using detail::Direction;
-
-/// Where one piece of a request goes: host-accessible memory straight through POSIX, device
-/// memory through cuFile when this file registered with it, else through the bounce-buffer
-/// pipeline. `info` describes the whole buffer and is computed once per call. A write never
-/// stores through `buf`; it is non-const only so that both directions share this path.
-std::size_t move_piece(Direction direction,
-                       const detail::OpenHandle& handle,
-                       const detail::PointerInfo& info,
-                       char* buf,
-                       std::size_t size,
-                       std::size_t offset,
-                       bool sync_default_stream = false,
-                       bool force_posix         = false)
-{
-  const auto& file     = handle.file;
-  const bool write     = direction == Direction::write;
-  const bool direct_io = write ? defaults::auto_direct_io_write() : defaults::auto_direct_io_read();
-  if (info.host_accessible()) {
-    return detail::posix_host_io(direction, file, buf, size, offset, direct_io);
-  }
-  if (handle.cufile && !force_posix) {
-    const auto* base = reinterpret_cast<const char*>(info.base);
-    return detail::cufile_io(direction,
-                             file,
-                             handle.cufile,
-                             info.context,
-                             base,
-                             size,
-                             offset,
-                             static_cast<std::size_t>(buf - base),
-                             sync_default_stream);
-  }
-  return write ? detail::posix_device_write(file, info.context, buf, size, offset, direct_io)
-               : detail::posix_device_read(file, info.context, buf, size, offset, direct_io);
-}
-
-std::string describe(const char* op, const std::string& path, std::size_t offset)
-{
-  return std::string(op) + " of '" + path + "' at file offset " + std::to_string(offset);
-}
-
-/// An append's range, reserved when its request is checked and ended when the request and
-/// every task of it let it go: until then the file counts the append as in flight, and a
-/// failed one gives its range back (OpenFile::reserve_append, reliability audit F6).
-class AppendReservation {
- public:
-  /// `owner` keeps `file` alive (null where the caller does, for as long as the reservation).
-  AppendReservation(const detail::OpenFile& file,
-                    std::shared_ptr<const void> owner,
-                    std::size_t size)
-    : file_(file), owner_(std::move(owner)), size_(size), start_(file.reserve_append(size))
-  {
-  }
-  AppendReservation(const AppendReservation&)            = delete;
-  AppendReservation& operator=(const AppendReservation&) = delete;
-  ~AppendReservation() { file_.end_append(start_, size_, failed_.load(std::memory_order_relaxed)); }
-  [[nodiscard]] std::size_t start() const noexcept { return start_; }
-  void fail() noexcept { failed_.store(true, std::memory_order_relaxed); }
-
- private:
-  const detail::OpenFile& file_;
-  std::shared_ptr<const void> owner_;
-  std::size_t size_;
-  std::size_t start_;
-  std::atomic<bool> failed_{false};
-};
-
-/// A request that passed the checks every read and write makes before any IO.
-struct Request {
-  char* buf;
-  std::size_t file_offset;
-  detail::PointerInfo info;                   // of `buf`; left empty for an empty request
-  std::shared_ptr<AppendReservation> append;  // set for an append
-};
-
-/// `io()`: the checks or the IO of request `r`, or of a piece of it. An append whose IO throws is
-/// marked failed, so that its range is given back when nothing was reserved after it.
-template <typename IO>
-auto run_request(const Request& r, IO&& io) -> decltype(io())
-{
-  try {
-    return io();
-  } catch (...) {
-    if (r.append) { r.append->fail(); }
-    throw;
-  }
-}
-
-/// The file is open for `direction`; a write at unspecified_offset goes to the end of a file
-/// opened for appending (else to 0); the range fits in off_t; a device buffer holds it all.
-/// `owner` keeps `file` alive for an append's reservation (null where the caller does).
-Request check_request(Direction direction,
-                      const char* op,
-                      const detail::OpenFile& file,
-                      const void* buf,
-                      std::size_t size,
-                      std::size_t file_offset,
-                      std::shared_ptr<const void> owner = nullptr)
-{
-  file.require(direction);
-  std::shared_ptr<AppendReservation> append;
-  if (direction == Direction::write && file_offset == unspecified_offset) {
-    // Appends reserve their range atomically: two requests issued before either ran must not
-    // both take the current size as their offset (reliability audit #2).
-    if (file.append()) {
-      check_range(file.path(), size, 0);
-      append = std::make_shared<AppendReservation>(file, std::move(owner), size);
-    }
-    file_offset = append ? append->start() : 0;
-  }
-  Request r{const_cast<char*>(static_cast<const char*>(buf)), file_offset, {}, std::move(append)};
-  run_request(r, [&] {  // a refused append gives its range back
-    check_range(file.path(), size, file_offset);
-    r.info = size > 0 ? detail::get_pointer_info(r.buf) : detail::PointerInfo{};
-    detail::check_device_range(r.info, r.buf, size, describe(op, file.path(), file_offset));
-    if (direction == Direction::write &&
-        (r.info.kind == detail::MemoryKind::DEVICE || r.info.kind == detail::MemoryKind::MANAGED)) {
-      // What the caller queued before the call, on any stream, is what gets written (issue 28).
-      detail::wait_for_queued_work(r.info.context, describe(op, file.path(), file_offset));
-    }
-    return std::size_t{0};
-  });
-  return r;
-}
-
-// Small host reads whose bytes are all in the page cache run on the calling thread: a copy
-// of a few pages costs a microsecond or two, a hand-off to the pool and back tens (issue 14).
-// Larger ones stay on the pool, where the caller may overlap them with other work.
-constexpr std::size_t inline_read_max = 128 * 1024;
-
-/// A small read done on this thread if the page cache holds all of it (detail::read_if_cached),
-/// after the read's own checks (open for reading, range within off_t); true when it is done.
-/// False means nothing usable was read (not cached, a short read, Direct IO wanted, an old
-/// kernel or file system): the request then takes its usual path, which reads it again in full.
-///
-/// It runs before the driver is asked what `buf` is: that query costs about as much as the
-/// read itself (~0.7 us under the driver's lock on an H200) and most small reads go to host
-/// memory. Device memory is never mapped for the CPU (its addresses are reserved
-/// inaccessible), so the kernel refuses to copy there (EFAULT) and the request goes on to the
-/// device path; pinned and managed memory take the host path in any case.
-bool cached_read_now(const detail::OpenFile& file,
-                     void* buf,
-                     std::size_t size,
-                     std::size_t file_offset)
-{
-  if (size == 0 || size > inline_read_max) { return false; }
-  file.require(Direction::read);
-  check_range(file.path(), size, file_offset);
-  if (defaults::auto_direct_io_read() && file.fd_direct() >= 0) { return false; }
-  const ssize_t n = detail::read_if_cached(file.small_read_fd(), buf, size, file_offset);
-  return n >= 0 && static_cast<std::size_t>(n) == size;
-}
-
-/// The one body of read and write: a single call on this thread.
-std::size_t single_call(Direction direction,
-                        const char* op,
-                        const detail::OpenHandle& handle,
-                        const void* buf,
-                        std::size_t size,
-                        std::size_t file_offset,
-                        bool sync_default_stream)
-{
-  if (direction == Direction::read &&
-      cached_read_now(handle.file, const_cast<void*>(buf), size, file_offset)) {
-    return size;
-  }
-  auto r = check_request(direction, op, handle.file, buf, size, file_offset);
-  if (size == 0) { return 0; }
-  return run_request(r, [&] {
-    return move_piece(direction, handle, r.info, r.buf, size, r.file_offset, sync_default_stream);
-  });
-}
-
-/// The one body of pread and pwrite: the request split into tasks for the thread pool.
-std::future<std::size_t> parallel_call(Direction direction,
-                                       const char* op,
-                                       const std::shared_ptr<detail::OpenHandle>& handle,
-                                       const void* buf,
-                                       std::size_t size,
-                                       std::size_t file_offset,
-                                       std::size_t task_size,
-                                       std::size_t gds_threshold,
-                                       bool sync_default_stream,
-                                       ThreadPool* thread_pool)
-{
-  if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
-  if (direction == Direction::read && size <= task_size &&
-      cached_read_now(handle->file, const_cast<void*>(buf), size, file_offset)) {
-    return detail::ready_future(size);
-  }
-  auto r            = check_request(direction, op, handle->file, buf, size, file_offset, handle);
-  const bool device = !r.info.host_accessible();
-  if (device && size < gds_threshold) {
-    // Small device requests are not worth the pool or cuFile: POSIX, on this thread.
-    return detail::ready_future(run_request(r, [&] {
-      return move_piece(direction, *handle, r.info, r.buf, size, r.file_offset, false, true);
-    }));
-  }
-  if (device && handle->cufile && sync_default_stream) {
-    detail::ContextGuard guard(r.info.context);
-    detail::cuda_check(detail::CudaAPI::instance().StreamSynchronize(nullptr),
-                       "cuStreamSynchronize(0)");
-  }
-  // The lambda holds the append's reservation (which holds the handle): its tasks let it go
-  // before the future is ready (parallel_io), so the append has ended when get() returns.
-  return run_request(r, [&] {  // nothing queued: the append gives its range back
-    return detail::parallel_io(
-      [handle, direction, r](const detail::TaskRange& t) {
-        return run_request(r, [&] {
-          return move_piece(
-            direction, *handle, r.info, r.buf + t.buf_offset, t.size, t.file_offset);
-        });
-      },
-      size,
-      r.file_offset,
-      task_size,
-      // The file's per-device pool serves it, unless the caller chose another pool.
-      handle->pool != nullptr && (thread_pool == nullptr || thread_pool == &defaults::thread_pool())
-        ? handle->pool
-        : thread_pool);
-  });
-}
 
 detail::PointerInfo require_device(const void* ptr, const char* op, const std::string& path)
 {
@@ -384,21 +147,6 @@ std::shared_ptr<OpenHandle> open_handle(const std::string& path,
   return handle;
 }
 
-std::size_t blocking_io(Direction direction,
-                        const OpenHandle& handle,
-                        void* buf,
-                        std::size_t size,
-                        std::size_t file_offset)
-{
-  return single_call(direction,
-                     direction == Direction::read ? "read" : "write",
-                     handle,
-                     buf,
-                     size,
-                     file_offset,
-                     false);
-}
-
 }  // namespace detail
 
 FileHandle::FileHandle() noexcept = default;
@@ -440,7 +188,7 @@ const std::string& FileHandle::path() const noexcept { return path_; }
 
 const detail::OpenHandle& FileHandle::checked_open_file() const
 {
-  if (!file_) { throw std::invalid_argument("IO on closed file '" + path_ + "'"); }
+  if (!file_) { detail::throw_closed(path_); }
   return *file_;
 }
 
@@ -467,13 +215,13 @@ std::size_t FileHandle::read(void* buf,
                              bool sync_default_stream)
 {
   KVIKIO_NVTX_FUNC_RANGE(size);
-  return single_call(Direction::read,
-                     "read",
-                     checked_open_file(),
-                     static_cast<char*>(buf) + buf_offset,
-                     size,
-                     file_offset,
-                     sync_default_stream);
+  return detail::io_now(Direction::read,
+                        "read",
+                        checked_open_file(),
+                        static_cast<char*>(buf) + buf_offset,
+                        size,
+                        file_offset,
+                        sync_default_stream);
 }
 
 std::size_t FileHandle::write(const void* buf,
@@ -483,13 +231,13 @@ std::size_t FileHandle::write(const void* buf,
                               bool sync_default_stream)
 {
   KVIKIO_NVTX_FUNC_RANGE(size);
-  return single_call(Direction::write,
-                     "write",
-                     checked_open_file(),
-                     static_cast<const char*>(buf) + buf_offset,
-                     size,
-                     file_offset,
-                     sync_default_stream);
+  return detail::io_now(Direction::write,
+                        "write",
+                        checked_open_file(),
+                        static_cast<const char*>(buf) + buf_offset,
+                        size,
+                        file_offset,
+                        sync_default_stream);
 }
 
 std::future<std::size_t> FileHandle::pread(void* buf,
@@ -502,16 +250,16 @@ std::future<std::size_t> FileHandle::pread(void* buf,
 {
   KVIKIO_NVTX_FUNC_RANGE(size);
   checked_open_file();
-  return parallel_call(Direction::read,
-                       "pread",
-                       file_,
-                       buf,
-                       size,
-                       file_offset,
-                       task_size,
-                       gds_threshold,
-                       sync_default_stream,
-                       thread_pool);
+  return detail::io_parallel(Direction::read,
+                             "pread",
+                             file_,
+                             buf,
+                             size,
+                             file_offset,
+                             task_size,
+                             gds_threshold,
+                             sync_default_stream,
+                             thread_pool);
 }
 
 std::future<std::size_t> FileHandle::pwrite(const void* buf,
@@ -524,16 +272,16 @@ std::future<std::size_t> FileHandle::pwrite(const void* buf,
 {
   KVIKIO_NVTX_FUNC_RANGE(size);
   checked_open_file();
-  return parallel_call(Direction::write,
-                       "pwrite",
-                       file_,
-                       buf,
-                       size,
-                       file_offset,
-                       task_size,
-                       gds_threshold,
-                       sync_default_stream,
-                       thread_pool);
+  return detail::io_parallel(Direction::write,
+                             "pwrite",
+                             file_,
+                             buf,
+                             size,
+                             file_offset,
+                             task_size,
+                             gds_threshold,
+                             sync_default_stream,
+                             thread_pool);
 }
 
 CompatMode FileHandle::compat_mode() const noexcept
@@ -614,18 +362,3 @@ StreamFuture FileHandle::write_async(
 void* FileHandle::handle() const noexcept { return file_ ? file_->cufile.handle() : nullptr; }
 
 }  // namespace kvikio
-
-namespace kvikio::detail {
-
-/// One piece of a batch request through the backend move_piece picks (batch_io.cpp).
-std::size_t batch_move_piece(Direction direction,
-                             const OpenHandle& handle,
-                             const PointerInfo& info,
-                             char* buf,
-                             std::size_t size,
-                             std::size_t offset)
-{
-  return move_piece(direction, handle, info, buf, size, offset, true);
-}
-
-}  // namespace kvikio::detail

@@ -169,8 +169,7 @@ std::size_t MmapHandle::read(void* buf, std::optional<std::size_t> size, std::si
   KVIKIO_NVTX_FUNC_RANGE();
   const std::size_t n = checked_size(size, offset);
   if (n == 0) { return 0; }
-  auto info = detail::get_pointer_info(buf);
-  detail::check_device_range(info, buf, n, "mmap read of '" + path_ + "'");
+  const auto info = detail::check_buffer(buf, n, "mmap read of '" + path_ + "'");
   const char* src = map_data_ + (offset - map_offset_);
   if (info.host_accessible()) {
     std::memcpy(buf, src, n);
@@ -192,8 +191,7 @@ std::future<std::size_t> MmapHandle::pread(void* buf,
   if (task_size == 0) { throw std::invalid_argument("task_size must be positive"); }
   const char* src = map_data_ + (offset - map_offset_);
   auto* dst       = static_cast<char*>(buf);
-  auto info       = n > 0 ? detail::get_pointer_info(buf) : detail::PointerInfo{};
-  detail::check_device_range(info, buf, n, "mmap pread of '" + path_ + "'");
+  const auto info = detail::check_buffer(buf, n, "mmap pread of '" + path_ + "'");
   // The tasks share the mapping, so close() or destruction before the future is ready
   // cannot unmap the pages under them (reliability audit #17).
   return detail::parallel_io(

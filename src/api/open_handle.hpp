@@ -44,17 +44,4 @@ std::shared_ptr<OpenHandle> open_handle(const std::string& path,
                                         mode_t mode,
                                         CompatMode requested);
 
-/// FileHandle::read / write on the shared state: blocking, on this thread (batch IO, which
-/// holds the state rather than the FileHandle so that the handle may close meanwhile).
-std::size_t blocking_io(Direction direction,
-                        const OpenHandle& handle,
-                        void* buf,
-                        std::size_t size,
-                        std::size_t file_offset);
-
-/// The library's own access to a FileHandle's shared state (batch IO, tests).
-struct FileHandleAccess {
-  static const std::shared_ptr<OpenHandle>& state(const FileHandle& f) noexcept { return f.file_; }
-};
-
 }  // namespace kvikio::detail

@@ -1,16 +1,15 @@
 #include <kvikio/compat_mode.hpp>
 
-#include <algorithm>
-#include <cctype>
 #include <stdexcept>
 #include <string>
+
+#include "core/text.hpp"
 
 namespace kvikio {
 
 CompatMode parse_compat_mode_str(std::string_view str)
 {
-  std::string s(str);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string s = detail::to_lower(detail::trim(str));
   if (s == "on" || s == "true" || s == "yes" || s == "1") { return CompatMode::ON; }
   if (s == "off" || s == "false" || s == "no" || s == "0") { return CompatMode::OFF; }
   if (s == "auto") { return CompatMode::AUTO; }

@@ -1,6 +1,5 @@
 // The typed specialisations of getenv_or (kvikio/defaults.hpp), libkvikio's helper.
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -9,18 +8,11 @@
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/defaults.hpp>
 
+#include "core/text.hpp"
+
 namespace kvikio {
 
 namespace {
-
-std::string trimmed_lower(std::string s)
-{
-  const auto first = s.find_first_not_of(" \t\n");
-  const auto last  = s.find_last_not_of(" \t\n");
-  s                = first == std::string::npos ? std::string{} : s.substr(first, last - first + 1);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 const char* env(std::string_view name) { return std::getenv(std::string{name}.c_str()); }
 
@@ -36,15 +28,7 @@ bool getenv_or(std::string_view env_var_name, bool default_val)
 {
   const char* value = env(env_var_name);
   if (value == nullptr) { return default_val; }
-  const std::string text = trimmed_lower(value);
-  if (text == "true" || text == "on" || text == "yes") { return true; }
-  if (text == "false" || text == "off" || text == "no") { return false; }
-  try {
-    std::size_t used = 0;
-    const int n      = std::stoi(text, &used);
-    if (used == text.size()) { return n != 0; }
-  } catch (const std::logic_error&) {  // not a number, or out of range
-  }
+  if (const auto flag = detail::parse_bool_word(value)) { return *flag; }
   bad_value(env_var_name, value);
 }
 
@@ -61,7 +45,7 @@ std::vector<int> getenv_or(std::string_view env_var_name, std::vector<int> defau
 {
   const char* value = env(env_var_name);
   if (value == nullptr) { return default_val; }
-  const std::string text = trimmed_lower(value);
+  const std::string text(detail::trim(value));
   if (text.empty()) { return default_val; }
   std::vector<int> out;
   std::size_t start = 0;
@@ -71,7 +55,9 @@ std::vector<int> getenv_or(std::string_view env_var_name, std::vector<int> defau
       std::size_t used       = 0;
       const std::string item = text.substr(start, comma - start);
       out.push_back(std::stoi(item, &used));
-      if (trimmed_lower(item.substr(used)).size() != 0) { bad_value(env_var_name, value); }
+      if (!detail::trim(std::string_view(item).substr(used)).empty()) {
+        bad_value(env_var_name, value);
+      }
     } catch (const std::logic_error&) {
       bad_value(env_var_name, value);
     }

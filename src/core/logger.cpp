@@ -3,6 +3,8 @@
 // spdlog setup is untouched); without, a mutex-guarded line writer with the same layout.
 #include "core/logger.hpp"
 
+#include "core/text.hpp"
+
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -181,16 +183,7 @@ State& state()
 
 std::optional<LogLevel> parse_log_level(std::string_view text) noexcept
 {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  std::string lower(text.size(), '\0');
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    lower[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
-  }
+  const std::string lower = detail::to_lower(detail::trim(text));
   if (lower == "warning") { return LogLevel::warn; }
   for (int i = 0; i <= static_cast<int>(LogLevel::off); ++i) {
     if (lower == kNames[i]) { return static_cast<LogLevel>(i); }

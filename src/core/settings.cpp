@@ -24,6 +24,7 @@
 #include "core/block_device_pools.hpp"
 #include "core/format.hpp"
 #include "core/settings_internal.hpp"
+#include "core/text.hpp"
 #include "shim/cufile_api.hpp"
 
 namespace kvikio {
@@ -197,7 +198,8 @@ std::string expected(const SettingSpec& s, bool from_env)
     case Kind::MODE:
       return "ON, OFF or AUTO";
     case Kind::FLAG:
-      return from_env ? "true/false, on/off, yes/no or 1/0" : "true or false";
+      return from_env ? "true/false, on/off, yes/no or an integer (0 is false)"
+                      : "true, false or an integer (0 is false)";
     case Kind::CODES:
       return "a non-empty list of HTTP status codes (" + std::to_string(s.min) + "-" +
              std::to_string(s.max) + ")";
@@ -236,17 +238,7 @@ std::string expected(const SettingSpec& s, bool from_env)
                               expected(s, from_env));
 }
 
-std::string trimmed(std::string_view s)
-{
-  auto is_space = [](unsigned char c) { return std::isspace(c) != 0; };
-  while (!s.empty() && is_space(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && is_space(s.back())) {
-    s.remove_suffix(1);
-  }
-  return std::string(s);
-}
+std::string trimmed(std::string_view s) { return std::string(detail::trim(s)); }
 
 std::optional<std::int64_t> parse_integer(std::string_view text)
 {
@@ -275,7 +267,8 @@ std::optional<SettingValue> normalized(const SettingSpec& s, const SettingValue&
       return std::nullopt;
     case Kind::FLAG:
       if (std::holds_alternative<bool>(value)) { return value; }
-      if (n != nullptr && (*n == 0 || *n == 1)) { return *n == 1; }
+      // An integer means what it means in the environment (detail::parse_bool_word).
+      if (n != nullptr) { return *n != 0; }
       return std::nullopt;
     case Kind::INTEGER:
       if (n != nullptr && *n >= s.min && *n <= s.max) { return value; }
@@ -290,16 +283,11 @@ std::optional<SettingValue> normalized(const SettingSpec& s, const SettingValue&
     }
     case Kind::CHOICE:
       if (const auto* text = std::get_if<std::string>(&value)) {
-        auto t = trimmed(*text);
-        std::transform(
-          t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+        const auto t = detail::trim(*text);
         // Any case is accepted; the value is kept as the table spells it (upstream's
         // remote_io_* words are upper case, batch_backend's lower case).
         for (auto c : s.choices) {
-          const bool same =
-            c.size() == t.size() && std::equal(c.begin(), c.end(), t.begin(), [](char a, char b) {
-              return std::tolower(static_cast<unsigned char>(a)) == b;
-            });
+          const bool same = detail::iequals(c, t);
           if (same) {
             return std::optional<SettingValue>(std::in_place, std::in_place_type<std::string>, c);
           }
@@ -325,14 +313,9 @@ std::optional<SettingValue> parse_text(const SettingSpec& s, const std::string& 
     case Kind::MODE:
     case Kind::CHOICE:
       return SettingValue{text};
-    case Kind::FLAG: {
-      auto t = trimmed(text);
-      std::transform(
-        t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (t == "1" || t == "true" || t == "on" || t == "yes") { return true; }
-      if (t == "0" || t == "false" || t == "off" || t == "no") { return false; }
+    case Kind::FLAG:
+      if (auto flag = detail::parse_bool_word(text)) { return *flag; }
       return std::nullopt;
-    }
     case Kind::INTEGER:
       if (auto n = parse_integer(text)) { return *n; }
       return std::nullopt;

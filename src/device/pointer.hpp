@@ -89,6 +89,16 @@ void check_device_range(const PointerInfo& info,
                         std::size_t size,
                         const std::string& what);
 
+/// What `buf` is (host memory for an empty request, without asking the driver), after
+/// check_device_range: the one check of a destination or source buffer (mmap, remote reads
+/// and writes, file requests). `what` names the request in the error.
+inline PointerInfo check_buffer(const void* buf, std::size_t size, const std::string& what)
+{
+  const auto info = size > 0 ? get_pointer_info(buf) : PointerInfo{};
+  check_device_range(info, buf, size, what);
+  return info;
+}
+
 /// Makes `ctx` current on this thread for the guard's life (push/pop), so work on a pool
 /// thread runs in the buffer's context. A null context is a no-op.
 class ContextGuard {

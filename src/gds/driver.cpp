@@ -128,14 +128,59 @@ DriverProperties get_driver_properties() { return DriverProperties{}; }
 namespace cufile_driver {
 namespace {
 
-const std::vector<std::string> read_only = {"is_gds_available",
-                                            "major_version",
-                                            "minor_version",
-                                            "allow_compat_mode",
-                                            "per_buffer_cache_size",
-                                            "max_batch_io_size"};
-const std::vector<std::string> settable  = {
-   "poll_mode", "poll_thresh_size", "max_device_cache_size", "max_pinned_memory_size"};
+/// One driver property: its name, its kind, and how it is read and (when settable) set on the
+/// cached DriverProperties. The one list of them: names, types and settability for C++ and
+/// Python (kvikio.cufile_driver) all come from here.
+struct PropertySpec {
+  const char* name;
+  bool is_flag;  // a bool; otherwise a size (KiB, or a count)
+  Value (*get)(DriverProperties&);
+  void (*set)(DriverProperties&, bool flag, std::size_t n);  // null: read-only
+};
+
+// In upstream's order.
+const PropertySpec specs[] = {
+  {"is_gds_available",
+   true,
+   [](DriverProperties& p) -> Value { return p.is_gds_available(); },
+   nullptr},
+  {"major_version",
+   false,
+   [](DriverProperties& p) -> Value { return std::size_t{p.get_nvfs_major_version()}; },
+   nullptr},
+  {"minor_version",
+   false,
+   [](DriverProperties& p) -> Value { return std::size_t{p.get_nvfs_minor_version()}; },
+   nullptr},
+  {"allow_compat_mode",
+   true,
+   [](DriverProperties& p) -> Value { return p.get_nvfs_allow_compat_mode(); },
+   nullptr},
+  {"poll_mode",
+   true,
+   [](DriverProperties& p) -> Value { return p.get_nvfs_poll_mode(); },
+   [](DriverProperties& p, bool flag, std::size_t) { p.set_nvfs_poll_mode(flag); }},
+  {"poll_thresh_size",
+   false,
+   [](DriverProperties& p) -> Value { return p.get_nvfs_poll_thresh_size(); },
+   [](DriverProperties& p, bool, std::size_t n) { p.set_nvfs_poll_thresh_size(n); }},
+  {"max_device_cache_size",
+   false,
+   [](DriverProperties& p) -> Value { return p.get_max_device_cache_size(); },
+   [](DriverProperties& p, bool, std::size_t n) { p.set_max_device_cache_size(n); }},
+  {"per_buffer_cache_size",
+   false,
+   [](DriverProperties& p) -> Value { return p.get_per_buffer_cache_size(); },
+   nullptr},
+  {"max_pinned_memory_size",
+   false,
+   [](DriverProperties& p) -> Value { return p.get_max_pinned_memory_size(); },
+   [](DriverProperties& p, bool, std::size_t n) { p.set_max_pinned_memory_size(n); }},
+  {"max_batch_io_size",
+   false,
+   [](DriverProperties& p) -> Value { return p.get_max_batch_io_size(); },
+   nullptr},
+};
 
 std::mutex& props_mutex()
 {
@@ -157,60 +202,54 @@ DriverProperties& cached_props()
                               detail::join_names(property_names()));
 }
 
+const PropertySpec& spec(const std::string& name)
+{
+  for (const auto& sp : specs) {
+    if (name == sp.name) { return sp; }
+  }
+  unknown(name);
+}
+
 }  // namespace
 
 std::vector<std::string> property_names()
 {
-  auto all = read_only;
-  all.insert(all.end(), settable.begin(), settable.end());
-  return all;
+  std::vector<std::string> names;
+  for (const auto& sp : specs) {
+    names.emplace_back(sp.name);
+  }
+  return names;
 }
 
-bool is_settable(const std::string& name)
-{
-  return std::find(settable.begin(), settable.end(), name) != settable.end();
-}
+bool is_settable(const std::string& name) { return spec(name).set != nullptr; }
+
+bool is_flag(const std::string& name) { return spec(name).is_flag; }
 
 Value get(const std::string& name)
 {
+  const auto& sp = spec(name);
   std::lock_guard lock(props_mutex());
-  auto& p = cached_props();
-  if (name == "is_gds_available") { return p.is_gds_available(); }
-  if (name == "major_version") { return std::size_t{p.get_nvfs_major_version()}; }
-  if (name == "minor_version") { return std::size_t{p.get_nvfs_minor_version()}; }
-  if (name == "allow_compat_mode") { return p.get_nvfs_allow_compat_mode(); }
-  if (name == "per_buffer_cache_size") { return p.get_per_buffer_cache_size(); }
-  if (name == "max_batch_io_size") { return p.get_max_batch_io_size(); }
-  if (name == "poll_mode") { return p.get_nvfs_poll_mode(); }
-  if (name == "poll_thresh_size") { return p.get_nvfs_poll_thresh_size(); }
-  if (name == "max_device_cache_size") { return p.get_max_device_cache_size(); }
-  if (name == "max_pinned_memory_size") { return p.get_max_pinned_memory_size(); }
-  unknown(name);
+  return sp.get(cached_props());
 }
 
 void set(const std::string& name, const Value& value)
 {
-  const auto names = property_names();
-  if (std::find(names.begin(), names.end(), name) == names.end()) { unknown(name); }
-  if (!is_settable(name)) {
+  const auto& sp = spec(name);
+  if (sp.set == nullptr) {
     throw std::invalid_argument("cuFile driver property '" + name + "' is read-only");
   }
-  std::lock_guard lock(props_mutex());
-  auto& p = cached_props();
-  if (name == "poll_mode") {
-    if (!std::holds_alternative<bool>(value)) {
-      throw std::invalid_argument("cuFile driver property 'poll_mode' takes a bool");
-    }
-    p.set_nvfs_poll_mode(std::get<bool>(value));
-    return;
+  if (sp.is_flag && !std::holds_alternative<bool>(value)) {
+    throw std::invalid_argument("cuFile driver property '" + name + "' takes a bool");
   }
-  if (!std::holds_alternative<std::size_t>(value)) {
+  if (!sp.is_flag && !std::holds_alternative<std::size_t>(value)) {
     throw std::invalid_argument("cuFile driver property '" + name + "' takes a size in KiB");
   }
-  const auto n = std::get<std::size_t>(value);
-  if (name == "poll_thresh_size") { p.set_nvfs_poll_thresh_size(n); }
-  if (name == "max_device_cache_size") { p.set_max_device_cache_size(n); }
-  if (name == "max_pinned_memory_size") { p.set_max_pinned_memory_size(n); }
+  std::lock_guard lock(props_mutex());
+  if (sp.is_flag) {
+    sp.set(cached_props(), std::get<bool>(value), 0);
+  } else {
+    sp.set(cached_props(), false, std::get<std::size_t>(value));
+  }
 }
 
 }  // namespace cufile_driver

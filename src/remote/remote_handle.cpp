@@ -11,9 +11,12 @@
 #include <kvikio/nvtx.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "core/job_group.hpp"
 #include "core/parallel_io.hpp"
+#include "core/with_index.hpp"
 #include "device/pointer.hpp"
 #include "device/staging.hpp"
+#include "remote/range_plan.hpp"
 #include "remote/reactor.hpp"
 #include "remote/transfer.hpp"
 #include "remote/url.hpp"
@@ -45,15 +48,6 @@ std::size_t read_range_into(RemoteEndpoint& endpoint,
     info.context, dst, "reading " + redact_url(endpoint.url()) + " into device memory");
   fetch_range(endpoint, file_offset, size, std::ref(stager));
   return stager.finish();
-}
-
-/// Inspects the destination of a read of `size` bytes; rejects device ranges that run past
-/// their allocation before any request is sent.
-PointerInfo destination_info(void* buf, std::size_t size, const std::string& url)
-{
-  auto info = get_pointer_info(buf);
-  check_device_range(info, buf, size, "read of " + std::to_string(size) + " bytes from " + url);
-  return info;
 }
 
 }  // namespace detail
@@ -352,7 +346,8 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
   }
   // One range request per task_size piece, in order on this thread: http_timeout bounds a
   // request, so an unbounded request would turn a large, healthy read into a timeout.
-  const auto info  = detail::destination_info(buf, size, redact_url(endpoint_->url()));
+  const auto info = detail::check_buffer(
+    buf, size, "read of " + std::to_string(size) + " bytes from " + redact_url(endpoint_->url()));
   std::size_t done = 0;
   const detail::TaskPieces pieces(size, file_offset, defaults::task_size());
   for (std::size_t i = 0; i < pieces.count(); ++i) {
@@ -381,7 +376,8 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
     throw std::invalid_argument("RemoteHandle::pread: task_size must be > 0 (reading " +
                                 redact_url(endpoint_->url()) + ")");
   }
-  const auto info = detail::destination_info(buf, size, redact_url(endpoint_->url()));
+  const auto info = detail::check_buffer(
+    buf, size, "read of " + std::to_string(size) + " bytes from " + redact_url(endpoint_->url()));
   if (info.host_accessible() && defaults::remote_io_backend() == RemoteIOBackend::MULTI_POLL) {
     return read_ranges({IORequest{buf, size, file_offset}}, task_size, thread_pool);
   }
@@ -396,67 +392,9 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
 
 namespace {
 
-/// Prefixes the message of what `check` throws with the batch request's index.
-template <typename F>
-void with_index(std::size_t i, F&& check)
-{
-  auto where = [i] { return "batch request " + std::to_string(i) + ": "; };
-  try {
-    check();
-  } catch (const EndOfFileError& e) {
-    throw EndOfFileError(where() + e.what());
-  } catch (const std::out_of_range& e) {
-    throw std::out_of_range(where() + e.what());
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(where() + e.what());
-  }
-}
-
-/// Where a part of a range request's bytes go: request `index`'s buffer at `dst`, which
-/// receives the object's bytes [file_offset, file_offset + size).
-struct Target {
-  std::size_t index;
-  char* dst;
-  std::size_t file_offset;
-  std::size_t size;
-};
-
-/// One range request of a batch: [file_offset, file_offset + size) scattered into `targets`
-/// (host memory; sorted by file_offset), or, for device memory, read into one target.
-struct Group {
-  std::size_t first_index;  // the lowest request index among the targets (for errors)
-  std::size_t file_offset;
-  std::size_t size;
-  std::vector<Target> targets;
-  bool device{false};
-  detail::PointerInfo info{};  // device groups only
-};
-
-/// Copies a range's bytes, as they arrive in order, into the parts of every target they
-/// cover (targets may overlap each other, and gaps between them are dropped).
-struct Scatter {
-  const Group* group;
-  std::size_t pos{0};    // bytes of the range seen so far
-  std::size_t first{0};  // targets before this one are complete
-
-  void operator()(const char* data, std::size_t n)
-  {
-    const auto& t           = group->targets;
-    const std::size_t begin = group->file_offset + pos;
-    const std::size_t end   = begin + n;
-    while (first < t.size() && t[first].file_offset + t[first].size <= begin) {
-      ++first;
-    }
-    for (std::size_t k = first; k < t.size() && t[k].file_offset < end; ++k) {
-      const std::size_t lo = std::max(begin, t[k].file_offset);
-      const std::size_t hi = std::min(end, t[k].file_offset + t[k].size);
-      if (lo < hi) {
-        std::memcpy(t[k].dst + (lo - t[k].file_offset), data + (lo - begin), hi - lo);
-      }
-    }
-    pos += n;
-  }
-};
+using Target  = detail::RangeTarget;
+using Group   = detail::RangeGroup;
+using Scatter = detail::RangeScatter;
 
 /// A batch under way: its range requests and their results, shared by the pool tasks and the
 /// reactors' completion callbacks.
@@ -464,31 +402,15 @@ struct RangesState {
   std::shared_ptr<RemoteEndpoint> endpoint;
   std::vector<Group> groups;
   std::vector<std::size_t> on_pool;  // the groups the pool runs
-  std::size_t total{0};              // bytes of every request
   std::atomic<std::size_t> next{0};  // the next of on_pool to take
-  std::atomic<std::size_t> remaining{0};
-  std::mutex error_mutex;
-  std::size_t error_index{std::numeric_limits<std::size_t>::max()};
-  std::exception_ptr error;
-  std::promise<std::size_t> promise;
+  // One pending completion per group, plus the caller's share while it queues them; the
+  // bytes are those of every request (a range read moves all of its bytes or fails).
+  detail::JobGroup group{1, [this] { endpoint.reset(); }};
 
   void done(const Group& g, std::exception_ptr e) noexcept
   {
-    if (e) {
-      std::lock_guard lock(error_mutex);
-      if (g.first_index < error_index) {
-        error_index = g.first_index;
-        error       = std::move(e);
-      }
-    }
-    // The last range to finish reports: only then is no request left running.
-    if (remaining.fetch_sub(1) == 1) {
-      if (error) {
-        promise.set_exception(error);
-      } else {
-        promise.set_value(total);
-      }
-    }
+    if (e) { group.record(g.first_index, std::move(e)); }
+    group.done();
   }
 
   void run(const Group& g) noexcept
@@ -538,54 +460,24 @@ std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>&
   auto state            = std::make_shared<RangesState>();
   state->endpoint       = endpoint_;
   // Every request checked, and cut into task_size pieces, before anything is sent.
-  std::vector<Target> host;
+  detail::RangePlan plan(task_size, remote_coalesce_gap);
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto& r = requests[i];
     if (r.size == 0) { continue; }
     detail::PointerInfo info;
-    with_index(i, [&] {
+    detail::with_index(i, [&] {
       if (r.buf == nullptr) {
         throw std::invalid_argument("RemoteHandle::pread_batch: null buffer for " +
                                     std::to_string(r.size) + " bytes from " + url);
       }
       check_range(r.size, r.file_offset);
-      info = detail::destination_info(r.buf, r.size, url);
+      info = detail::check_buffer(
+        r.buf, r.size, "read of " + std::to_string(r.size) + " bytes from " + url);
     });
-    state->total += r.size;
-    auto* buf = static_cast<char*>(r.buf);
-    for (std::size_t done = 0; done < r.size; done += task_size) {
-      const std::size_t n = std::min(task_size, r.size - done);
-      Target t{i, buf + done, r.file_offset + done, n};
-      if (info.host_accessible()) {
-        host.push_back(t);
-      } else {
-        state->groups.push_back(Group{i, t.file_offset, n, {t}, true, info});
-      }
-    }
+    plan.add(i, static_cast<char*>(r.buf), r.size, r.file_offset, info);
   }
-  // Near host pieces join one range request: sorted by offset, each piece joins the current
-  // range when the gap before it is at most remote_coalesce_gap and the range stays within
-  // task_size (so that http_timeout still bounds one request as it bounds pread's pieces).
-  std::stable_sort(host.begin(), host.end(), [](const Target& a, const Target& b) {
-    return a.file_offset < b.file_offset;
-  });
-  const std::size_t max_range = std::max(task_size, std::size_t{1});
-  for (std::size_t k = 0; k < host.size();) {
-    Group g{host[k].index, host[k].file_offset, host[k].size, {host[k]}};
-    std::size_t end = host[k].file_offset + host[k].size;
-    for (++k; k < host.size(); ++k) {
-      const auto& t             = host[k];
-      const std::size_t new_end = std::max(end, t.file_offset + t.size);
-      if (t.file_offset > end + remote_coalesce_gap || new_end - g.file_offset > max_range) {
-        break;
-      }
-      end           = new_end;
-      g.first_index = std::min(g.first_index, t.index);
-      g.targets.push_back(t);
-    }
-    g.size = end - g.file_offset;
-    state->groups.push_back(std::move(g));
-  }
+  state->groups           = plan.finish();
+  const std::size_t total = plan.bytes();
   if (state->groups.empty()) { return detail::ready_future(0); }
 
   const bool multi = defaults::remote_io_backend() == RemoteIOBackend::MULTI_POLL;
@@ -597,22 +489,16 @@ std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>&
       state->on_pool.push_back(k);
     }
   }
-  state->remaining = state->groups.size();
-  auto future      = state->promise.get_future();
+  state->group.add_pending(state->groups.size());
+  state->group.add_bytes(total);
+  auto future = state->group.future();
   if (!state->on_pool.empty()) {
     auto& pool             = thread_pool != nullptr ? *thread_pool : defaults::thread_pool();
     const std::size_t jobs = std::min<std::size_t>(
       std::max<std::size_t>(1, pool.get_thread_count()), state->on_pool.size());
-    for (std::size_t j = 0; j < jobs; ++j) {
-      try {
-        pool.detach_task([state]() noexcept { state->run_pool_share(); });
-      } catch (...) {
-        // The tasks already queued take every group between them; with none queued, nothing
-        // has started and the error goes to the caller.
-        if (j == 0) { throw; }
-        break;
-      }
-    }
+    // The jobs queued take every group between them; with none queued, nothing has started
+    // and the error goes to the caller.
+    detail::JobGroup::queue_helpers(pool, jobs, [state]() noexcept { state->run_pool_share(); });
   }
   if (!on_reactors.empty()) {
     std::vector<detail::RangeJob> jobs;
@@ -633,8 +519,9 @@ std::future<std::size_t> RemoteHandle::read_ranges(const std::vector<IORequest>&
           state->done(*g, std::move(e));
         }});
     }
-    detail::submit_to_reactors(std::move(jobs));
+    detail::submit_to_reactors(std::move(jobs));  // completes what it cannot hand over
   }
+  state->group.done();  // the caller's share
   return future;
 }
 

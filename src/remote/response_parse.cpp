@@ -6,23 +6,11 @@
 #include <cstddef>
 #include <limits>
 
+#include "core/text.hpp"
 #include "remote/url.hpp"
 
 namespace kvikio::detail {
 namespace {
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-std::string_view trim(std::string_view s)
-{
-  while (!s.empty() && is_space(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && is_space(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // A run of digits at the front of `s` as a non-negative long long (removed from `s`), or
 // nullopt when there are no digits or the number does not fit.

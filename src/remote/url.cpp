@@ -8,13 +8,11 @@
 
 #include <kvikio/remote_handle.hpp>
 
+#include "core/text.hpp"
+
 namespace kvikio::detail {
 
-std::string lower(std::string s)
-{
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
+std::string lower(std::string s) { return to_lower(s); }
 
 bool is_s3_url(const std::string& url) noexcept
 {

@@ -454,7 +454,7 @@ TEST(CompatThreadPoolPerBlockDevice, OffByDefaultAndASetting)
   const auto path = dir.file("off.bin");
   kvikio::test::write_file(path, {'x'});
   kvikio::FileHandle f(path, "r");
-  EXPECT_EQ(kvikio::detail::FileHandleAccess::state(f)->pool, nullptr);
+  EXPECT_EQ(kvikio::detail::open_state(f)->pool, nullptr);
 }
 
 // Files on two devices (the build tree and the tmpfs /dev/shm) are served by two pools: with
@@ -486,13 +486,13 @@ TEST(CompatThreadPoolPerBlockDevice, FilesOnTwoDevicesUseTwoPools)
   kvikio::FileHandle a(disk, "r");
   kvikio::FileHandle b(shm, "r");
   kvikio::FileHandle a2(disk, "r");
-  auto* pool_a = kvikio::detail::FileHandleAccess::state(a)->pool;
-  auto* pool_b = kvikio::detail::FileHandleAccess::state(b)->pool;
+  auto* pool_a = kvikio::detail::open_state(a)->pool;
+  auto* pool_b = kvikio::detail::open_state(b)->pool;
   ASSERT_NE(pool_a, nullptr);
   ASSERT_NE(pool_b, nullptr);
   EXPECT_NE(pool_a, pool_b);
   EXPECT_NE(pool_a, &kvikio::defaults::thread_pool());
-  EXPECT_EQ(kvikio::detail::FileHandleAccess::state(a2)->pool, pool_a);  // same device, same pool
+  EXPECT_EQ(kvikio::detail::open_state(a2)->pool, pool_a);  // same device, same pool
   EXPECT_EQ(pool_a->get_thread_count(), 1U);
 
   // Block pool_a's only thread.

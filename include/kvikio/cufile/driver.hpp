@@ -87,8 +87,10 @@ namespace cufile_driver {
 using Value = std::variant<bool, std::size_t>;
 /// Every property name, in a fixed order.
 KVIKIO_EXPORT std::vector<std::string> property_names();
-/// Whether `name` may be set.
+/// Whether `name` may be set (std::invalid_argument for an unknown name).
 KVIKIO_EXPORT bool is_settable(const std::string& name);
+/// Whether `name` is a flag (a bool); otherwise a size (std::size_t).
+KVIKIO_EXPORT bool is_flag(const std::string& name);
 /// Throws std::invalid_argument naming an unknown property (listing the known ones),
 /// CUfileException when cuFile is not usable.
 KVIKIO_EXPORT Value get(const std::string& name);
