@@ -387,7 +387,7 @@ if stage checkpoint; then
   note "pytest safetensors: rc=$? $(tail -1 "$OUT/pytest_safetensors.log")"
   CKPT_DIR=/var/tmp/kvikio-checkpoint
   timeout 500 env KVIKIO_COMPAT_MODE=ON python3 -m kvikio.benchmarks.checkpoint --size 16GiB \
-    --shards 4 --device cuda --threads 16 --repetitions 2 --cold --dir "$CKPT_DIR" \
+    --shards 4 --device cuda --threads 16 --repetitions "${CKPT_REPETITIONS:-2}" --cold --dir "$CKPT_DIR" \
     > "$OUT/checkpoint.txt" 2>> "$OUT/bench.err"
   note "checkpoint benchmark: rc=$?"
   rm -rf "$CKPT_DIR"
