@@ -371,6 +371,7 @@ def test_gdsstore_and_filesystem_and_open_file_pickle(tmp_path, local_file, rng)
 
 
 def test_settings_snapshot_pickles_and_applies():
+    pytest.importorskip("distributed")
     dask_mod = pytest.importorskip("kvikio.dask")
     with kvikio.defaults.set({"num_threads": 5, "compat_mode": "ON"}):
         snap = pickle.loads(pickle.dumps(dask_mod.settings_snapshot()))

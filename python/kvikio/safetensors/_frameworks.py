@@ -105,8 +105,19 @@ class Framework:
         """Raise when the tensors to save overlap in memory (torch only)."""
 
 
+def _registered_bfloat16() -> Any:
+    """NumPy's "bfloat16" where a module registered one (ml_dtypes, once imported, as JAX and
+    others do): ``safetensors.numpy`` then gives BF16 tensors that dtype, and so do we."""
+    try:
+        return np.dtype("bfloat16")
+    except TypeError:
+        return None
+
+
 def _numpy_dtype(info: TensorInfo, filename: str, framework: str) -> Any:
     dtype = _NUMPY_TYPES.get(info.dtype.code)
+    if dtype is None and info.dtype.code == "BF16" and framework == "numpy":
+        dtype = _registered_bfloat16()
     if dtype is None:
         raise UnsupportedDtypeError(
             f"{filename}: tensor {info.name!r}: {framework} has no dtype for {info.dtype.code} "
