@@ -29,6 +29,7 @@ from kvikio.mmap import Mmap
 from kvikio.remote_file import (
     RemoteEndpointType,
     RemoteError,
+    RemoteIOBackend,
     RemoteFile,
     infer_remote_endpoint_type,
     is_remote_file_available,
@@ -53,6 +54,7 @@ __all__ = [
     "Mmap",
     "RemoteEndpointType",
     "RemoteError",
+    "RemoteIOBackend",
     "RemoteFile",
     "__git_commit__",
     "__version__",

@@ -15,6 +15,7 @@ is sent; a size larger than the buffer raises ``ValueError``.
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import io
@@ -26,6 +27,17 @@ from kvikio.cufile import IOFuture
 from kvikio.errors import RemoteURLError
 
 RemoteEndpointType = _lib.RemoteEndpointType
+
+
+class RemoteIOBackend(str, enum.Enum):
+    """How remote range reads run, the values of the ``remote_io_backend`` setting (as
+    upstream KvikIO names them). A ``str`` too: ``defaults.get("remote_io_backend")`` gives
+    the name, which equals the member, and ``set`` takes either."""
+
+    #: Each range request on a thread of the pool, blocking in libcurl's easy interface.
+    EASY_THREADPOOL = "EASY_THREADPOOL"
+    #: Range requests into host memory driven by reactor threads on libcurl's multi interface.
+    MULTI_POLL = "MULTI_POLL"
 """The kinds of remote endpoint: ``AUTO`` (inferred from the URL), ``S3``, ``S3_PUBLIC``,
 ``S3_PRESIGNED_URL``, ``WEBHDFS``, ``HTTP``."""
 
@@ -93,6 +105,7 @@ class RemoteModeError(RemoteError, io.UnsupportedOperation):
 
 __all__ = [
     "RemoteEndpointType",
+    "RemoteIOBackend",
     "RemoteURLError",
     "RemoteError",
     "RemoteFile",

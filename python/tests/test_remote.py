@@ -542,6 +542,17 @@ def test_pread_batch_reports_the_lowest_numbered_failure(http_server, remote_io_
         assert info.value.http_status == 500
 
 
+def test_remote_io_backend_takes_upstreams_enum():
+    """Issue 24: kvikio.RemoteIOBackend, as upstream has it; get() equals the member set."""
+    before = kvikio.defaults.get("remote_io_backend")
+    with kvikio.defaults.set("remote_io_backend", kvikio.RemoteIOBackend.MULTI_POLL):
+        assert kvikio.defaults.get("remote_io_backend") == kvikio.RemoteIOBackend.MULTI_POLL
+        kvikio.defaults.set("remote_io_backend", kvikio.RemoteIOBackend.EASY_THREADPOOL)
+        assert kvikio.defaults.get("remote_io_backend") == kvikio.RemoteIOBackend.EASY_THREADPOOL
+        assert kvikio.defaults.get("remote_io_backend") != kvikio.RemoteIOBackend.MULTI_POLL
+    assert kvikio.defaults.get("remote_io_backend") == before
+
+
 def test_remote_io_settings_take_upstream_words():
     assert kvikio.defaults.get("remote_io_backend") == "EASY_THREADPOOL"
     assert kvikio.defaults.get("remote_io_num_reactors") == 1
