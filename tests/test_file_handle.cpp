@@ -859,6 +859,12 @@ TEST(FileHandleHardening, AuditF6AnAppendAfterATruncationGoesToTheNewEnd)
 // EMFILE. Run in a child: it lowers the limit and fills the descriptor table.
 TEST(FileHandleHardening, AuditF11PerThreadDescriptorsNeverTakeTheProcesssLastOnes)
 {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The sanitizers' own checks open descriptors (UBSan's memory probe makes a pipe), and in a
+  // process whose descriptors are all taken they fail and report false errors (seen: an
+  // "invalid vptr" on a shared_ptr's control block, gone as soon as descriptors are left free).
+  GTEST_SKIP() << "needs a process without sanitizers: it exhausts the descriptor table";
+#endif
   TempDir dir;
   const auto path = dir.file("starve.bin");
   const auto data = kvikio::test::random_bytes(1 << 20, 11);
