@@ -217,7 +217,9 @@ def test_checkpoint_benchmark_json(tmp_path):
     assert not list(tmp_path.glob("kvikio-checkpoint-*"))
 
 
-@pytest.mark.parametrize("server", ["nginx", "child"])
+# The Python server only: nginx's workers cannot read pytest's private tmp_path when the
+# tests run as root (403 in CI); the GPU suite runs the benchmark against nginx.
+@pytest.mark.parametrize("server", ["child"])
 def test_fsspec_cat_ranges_benchmark_against_fsspec_http(tmp_path, server):
     pytest.importorskip("fsspec")
     pytest.importorskip("aiohttp", reason="fsspec's HTTPFileSystem needs aiohttp")
